@@ -1,0 +1,7 @@
+"""`python -m acp_hermes` runs the same entry point as the `acp-hermes` script."""
+
+import sys
+
+from acp_hermes.cli import main
+
+sys.exit(main())

@@ -1,0 +1,109 @@
+"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from acp_hermes import __version__
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+STDIO_LIMIT = 50 * 1024 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-hermes",
+        description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad) "
+        "spawn it and talk ACP over stdio. With no command it serves ACP on stdin/stdout.",
+    )
+    parser.add_argument("--version", action="version", version=f"acp-hermes {__version__}")
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                        help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    commands.add_parser("serve", help="serve ACP over stdio (the default)")
+    commands.add_parser("setup", help="interactively save an API key, base URL and model to the config file")
+    commands.add_parser("doctor", help="show the effective configuration, where files live and what is wrong")
+    demo = commands.add_parser("demo", help="run a prompt through the server the way an editor does")
+    demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
+    demo.add_argument("--yes", action="store_true", help="approve every permission request")
+    demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
+    demo.add_argument("--offline", action="store_true",
+                      help="use the built-in scripted demo model even when an API key is set")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in (None, "serve"):
+        return serve(args.log_level)
+    if args.command == "setup":
+        from acp_hermes.onboarding import run_setup
+
+        return run_setup()
+    if args.command == "doctor":
+        from acp_hermes.doctor import run_doctor
+
+        return run_doctor()
+    from acp_hermes.demo import run_demo
+
+    return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
+                    log_level=args.log_level)
+
+
+def serve(log_level: str | None) -> int:
+    """Serve ACP on stdin/stdout until the editor closes stdin."""
+    import logging
+
+    from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
+    from acp_hermes.logs import configure_logging
+    from acp_hermes.wire import claim_stdout
+
+    protocol_fd = claim_stdout()
+    paths = paths_from_env()
+    settings: Settings | None
+    try:
+        settings = load_settings(paths=paths)
+        error = None
+    except ConfigError as exc:
+        settings, error = None, str(exc)
+    configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
+    log = logging.getLogger("acp_hermes")
+    if error:
+        log.error("configuration error: %s", error)
+    log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
+
+    import anyio
+
+    from acp_hermes.server import HermesAgent
+
+    agent = HermesAgent(paths, settings, error)
+    try:
+        anyio.run(_serve, agent, protocol_fd)
+    except KeyboardInterrupt:
+        return 130
+    log.info("stdin closed; exiting")
+    return 0
+
+
+async def _serve(agent: object, protocol_fd: int) -> None:
+    from acp.agent.connection import AgentSideConnection
+
+    from acp_hermes.server import HermesAgent
+    from acp_hermes.wire import StdioTransport, open_streams
+
+    assert isinstance(agent, HermesAgent)
+    reader, writer = await open_streams(protocol_fd, STDIO_LIMIT)
+    transport = StdioTransport(reader, writer)
+    connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)
+    try:
+        await connection.listen()
+    finally:
+        await agent.shutdown()
+        await connection._conn.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

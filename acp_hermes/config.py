@@ -1,0 +1,183 @@
+"""Settings: environment > config file > defaults.
+
+The data home ``HERMES_HOME`` (default ``~/.hermes``) is shared with Hermes Agent; acp-hermes
+keeps its own files in ``$HERMES_HOME/acp-hermes/``. The config file is YAML and validated
+with pydantic, so a mistake is reported with the key that holds it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_AUXILIARY_MODEL = "claude-haiku-5-5"
+ThoughtLevel = Literal["off", "low", "medium", "high"]
+THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
+ModeName = Literal["default", "accept-edits", "plan", "bypass"]
+
+ENV_API_KEY = "ANTHROPIC_API_KEY"
+ENV_BASE_URL = "ANTHROPIC_BASE_URL"
+ENV_MODEL = "HERMES_MODEL"
+ENV_HOME = "HERMES_HOME"
+ENV_LOG_LEVEL = "ACP_HERMES_LOG_LEVEL"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    """Where every file lives, derived from ``HERMES_HOME``."""
+
+    home: Path
+
+    @property
+    def own(self) -> Path:
+        return self.home / "acp-hermes"
+
+    @property
+    def config_file(self) -> Path:
+        return self.own / "config.yaml"
+
+    @property
+    def permissions_file(self) -> Path:
+        return self.own / "permissions.yaml"
+
+    @property
+    def logs(self) -> Path:
+        return self.own / "logs"
+
+    @property
+    def state_db(self) -> Path:
+        return self.own / "state.db"
+
+    @property
+    def memories(self) -> Path:
+        return self.home / "memories"
+
+    @property
+    def soul(self) -> Path:
+        return self.home / "SOUL.md"
+
+    @property
+    def skills(self) -> Path:
+        return self.home / "skills"
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
+    cache_write_5m: float | None = Field(default=None, ge=0)
+    cache_write_1h: float | None = Field(default=None, ge=0)
+
+
+class Settings(BaseModel):
+    """Everything configurable. Field names are the config file's keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    model: str = DEFAULT_MODEL
+    models: list[str] = Field(default_factory=list)
+    auxiliary_model: str = DEFAULT_AUXILIARY_MODEL
+    thought_level: ThoughtLevel = "off"
+    thinking_budgets: dict[ThoughtLevel, int] = Field(
+        default_factory=lambda: {"low": 2_048, "medium": 8_192, "high": 32_000}
+    )
+    max_output_tokens: int = Field(default=16_384, ge=1)
+    max_iterations: int = Field(default=90, ge=1)
+    max_retries: int = Field(default=4, ge=0)
+    retry_base_delay: float = Field(default=1.0, ge=0)
+    retry_max_delay: float = Field(default=30.0, ge=0)
+    request_timeout: float = Field(default=600.0, gt=0)
+    cache_ttl: Literal["5m", "1h"] = "5m"
+    system_message: str | None = None
+    default_mode: ModeName = "default"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    memory_char_limit: int = Field(default=2_200, ge=100)
+    user_char_limit: int = Field(default=1_375, ge=100)
+    context_file_max_chars: int = Field(default=20_000, ge=1_000)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    context_windows: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def has_api_key(self) -> bool:
+        return self.api_key is not None and bool(self.api_key.get_secret_value().strip())
+
+    @property
+    def model_choices(self) -> list[str]:
+        """The current model first, then the configured ones, without duplicates."""
+        return list(dict.fromkeys([self.model, *self.models]))
+
+
+def paths_from_env(env: Mapping[str, str] | None = None) -> Paths:
+    env = os.environ if env is None else env
+    home = env.get(ENV_HOME) or os.path.join(os.path.expanduser("~"), ".hermes")
+    return Paths(Path(home).expanduser().resolve())
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The config file as a mapping ({} when absent); YAML is imported only if there is one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    return data
+
+
+def _describe(error: ValidationError, source: Path) -> str:
+    problems = []
+    for item in error.errors()[:5]:
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        problems.append(f"`{key}`: {message}")
+    return f"{source}: " + "; ".join(problems)
+
+
+def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = None) -> Settings:
+    """Settings from the environment, then the config file, then the defaults."""
+    env = os.environ if env is None else env
+    paths = paths or paths_from_env(env)
+    values = read_config_file(paths.config_file)
+    try:
+        Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, paths.config_file)) from exc
+    overrides = {
+        "api_key": env.get(ENV_API_KEY),
+        "base_url": env.get(ENV_BASE_URL),
+        "model": env.get(ENV_MODEL),
+        "log_level": env.get(ENV_LOG_LEVEL, "").upper() or None,
+    }
+    values.update({key: value for key, value in overrides.items() if value})
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, Path("environment"))) from exc

@@ -1,0 +1,1764 @@
+"""How risky a shell command line or a file write is, for the permission gate.
+
+Pure functions of their arguments (no I/O). A small quote-aware shell parser splits a line into
+the simple commands it really runs — across ``;``, ``&&``, ``||``, pipes, ``&``, newlines,
+subshells, ``$( … )``, backticks and process substitutions — and looks through wrappers
+(``sudo``, ``env``, ``timeout``, ``xargs``, ``bash -c '…'``, ``eval`` …) before judging a
+command, so quoting, prefixes and nesting do not hide what runs, and quoted prose
+(``git commit -m "rm -rf /"``) is not mistaken for a command.
+
+* ``assess_command`` sorts a line into ``normal``, ``dangerous`` (always ask the user, even
+  where commands are otherwise allowed) and ``catastrophic`` (refused, even in bypass mode).
+* ``command_keys`` names what a line runs (``git status``, ``npm run build``) so the user can
+  grant it once; ``None`` means the line cannot be analysed safely and must always be asked.
+* ``sensitive_path_reason`` says why writing a path always needs the user's approval.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+RiskLevel = Literal["normal", "dangerous", "catastrophic"]
+
+_RANK: dict[RiskLevel, int] = {"normal": 0, "dangerous": 1, "catastrophic": 2}
+# Nesting beyond these limits is never needed by a real command, only by an attempt to hide
+# one, so a line that exceeds them is refused rather than half-analysed.
+_MAX_DEPTH = 10  # nested ``bash -c``/``eval`` payloads and runners
+_MAX_NESTING = 40  # nested brackets and substitutions
+_MAX_WRAPPERS = 16
+
+
+def _names(text: str) -> frozenset[str]:
+    """A set of names written as one space-separated string, to keep the tables below compact."""
+    return frozenset(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRisk:
+    """The verdict on a command line; ``reasons`` are short phrases shown to the user."""
+
+    level: RiskLevel
+    reasons: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing: a command line into the simple commands it runs
+# ---------------------------------------------------------------------------------------------
+
+_OPERATORS = (
+    ";;&", "&>>", "<<<", "<<-",
+    "&&", "||", ";;", ";&", "|&", "&>", ">>", ">|", ">&", "<<", "<&", "<>",
+    ";", "&", "|", "(", ")", "<", ">",
+)  # fmt: skip
+_REDIRECTS = frozenset({"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<&", "<>", "<", ">"})
+_SEPARATORS = frozenset({";", "\n", "&", "&&", "||", ";;", ";&", ";;&"})
+_WORD_BREAK = frozenset(" \t\r\n;&|()<>")
+_FD_PREFIX = re.compile(r"\d+(?=[<>])")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9?#@*$!-]")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=", re.S)
+_SKIPPED_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac", "!", "}"})
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "'": "'", '"': '"', "\\": "\\"}
+
+
+@dataclass(eq=False)
+class _Word:
+    """One shell word: ``text`` has quotes removed; expansions stay as written (``$HOME``)."""
+
+    text: str = ""
+    quoted: bool = False
+    expands: bool = False
+    substitutions: list[list[_Command]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Command:
+    """A simple command. ``pipes`` holds (pipeline id, stage) for every pipeline it is part of."""
+
+    pipes: tuple[tuple[int, int], ...]
+    function: str | None
+    words: list[_Word] = field(default_factory=list)
+    redirects: list[tuple[str, _Word]] = field(default_factory=list)
+    background: bool = False
+    heredoc: str = ""
+
+
+@dataclass
+class _Parse:
+    commands: list[_Command] = field(default_factory=list)
+    pipeline_sizes: dict[int, int] = field(default_factory=dict)
+    broken: bool = False  # unbalanced quotes or brackets, stray operators
+    too_deep: bool = False  # nesting beyond _MAX_NESTING; the rest was not parsed
+    nesting: int = 0
+    dynamic: bool = False  # substitutions, here-docs, functions, case: what runs is not all on the line
+    pending_heredocs: list[tuple[_Command, str, bool]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: Literal["word", "op", "eof"]
+    value: str = ""
+    word: _Word | None = None
+
+    def is_op(self, value: str) -> bool:
+        return self.kind == "op" and self.value == value
+
+    def is_keyword(self, value: str) -> bool:
+        word = self.word
+        return word is not None and not word.quoted and not word.expands and word.text == value
+
+
+@dataclass(frozen=True)
+class _Scope:
+    pipes: tuple[tuple[int, int], ...] = ()
+    function: str | None = None
+
+    def at(self, pipeline: int, stage: int) -> _Scope:
+        return _Scope((*self.pipes, (pipeline, stage)), self.function)
+
+
+class _Parser:
+    """Recursive descent over one text; nested substitutions share the same ``_Parse``."""
+
+    def __init__(self, text: str, result: _Parse, pos: int = 0) -> None:
+        self.text = text
+        self.result = result
+        self.pos = pos
+        self._lookahead: _Token | None = None
+
+    # -- tokens --------------------------------------------------------------------------------
+
+    def peek(self) -> _Token:
+        if self._lookahead is None:
+            self._lookahead = self._lex()
+        return self._lookahead
+
+    def take(self) -> _Token:
+        token = self.peek()
+        self._lookahead = None
+        return token
+
+    def _lex(self) -> _Token:
+        text, end = self.text, len(self.text)
+        while self.pos < end:
+            char = text[self.pos]
+            if char in " \t\r":
+                self.pos += 1
+            elif text.startswith("\\\n", self.pos):
+                self.pos += 2
+            elif char == "#":
+                newline = text.find("\n", self.pos)
+                self.pos = end if newline < 0 else newline
+            else:
+                break
+        if self.pos >= end:
+            return _Token("eof")
+        if text[self.pos] == "\n":
+            self.pos += 1
+            self._read_heredocs()
+            return _Token("op", "\n")
+        if text.startswith(("<(", ">("), self.pos):
+            return self._read_word()
+        fd = _FD_PREFIX.match(text, self.pos)
+        start = fd.end() if fd else self.pos
+        for op in _OPERATORS:
+            if text.startswith(op, start):
+                self.pos = start + len(op)
+                return _Token("op", op)
+        return self._read_word()
+
+    def _read_word(self) -> _Token:
+        word = _Word()
+        parts: list[str] = []
+        text, end = self.text, len(self.text)
+        if text.startswith(("<(", ">("), self.pos):
+            start = self.pos
+            self.pos += 1
+            word.substitutions.append(self._substitution())
+            parts.append(text[start : self.pos])
+            word.expands = True
+        while self.pos < end:
+            char = text[self.pos]
+            if char in _WORD_BREAK:
+                break
+            if char == "\\":
+                if not text.startswith("\\\n", self.pos):
+                    parts.append(text[self.pos + 1 : self.pos + 2])
+                    word.quoted = True
+                self.pos += 2
+            elif char == "'":
+                close = text.find("'", self.pos + 1)
+                if close < 0:
+                    self.result.broken = True
+                    close = end
+                parts.append(text[self.pos + 1 : close])
+                self.pos = close + 1
+                word.quoted = True
+            elif char == '"':
+                self._read_double_quoted(word, parts)
+            elif text.startswith("$'", self.pos):
+                self._read_ansi_quoted(word, parts)
+            elif text.startswith('$"', self.pos):
+                self.pos += 1
+                self._read_double_quoted(word, parts)
+            elif not self._read_expansion(word, parts):
+                parts.append(char)
+                self.pos += 1
+        self.pos = min(self.pos, end)
+        word.text = "".join(parts)
+        return _Token("word", word.text, word)
+
+    def _read_double_quoted(self, word: _Word, parts: list[str]) -> None:
+        text, end = self.text, len(self.text)
+        word.quoted = True
+        self.pos += 1
+        while self.pos < end:
+            char = text[self.pos]
+            if char == '"':
+                self.pos += 1
+                return
+            if char == "\\" and self.pos + 1 < end and text[self.pos + 1] in '$`"\\\n':
+                if text[self.pos + 1] != "\n":
+                    parts.append(text[self.pos + 1])
+                self.pos += 2
+            elif char in "$`" and self._read_expansion(word, parts):
+                continue
+            else:
+                parts.append(char)
+                self.pos += 1
+        self.result.broken = True
+
+    def _read_ansi_quoted(self, word: _Word, parts: list[str]) -> None:
+        text, end = self.text, len(self.text)
+        word.quoted = True
+        index = self.pos + 2
+        while index < end and text[index] != "'":
+            if text[index] == "\\" and index + 1 < end:
+                escaped = text[index + 1]
+                parts.append(_ANSI_ESCAPES.get(escaped, "\\" + escaped))
+                index += 2
+            else:
+                parts.append(text[index])
+                index += 1
+        if index >= end:
+            self.result.broken = True
+        self.pos = index + 1
+
+    def _read_expansion(self, word: _Word, parts: list[str]) -> bool:
+        """``$…`` and backquote forms; returns False for a ``$`` that is just a character."""
+        text, start = self.text, self.pos
+        if text.startswith("$((", start):
+            self.pos += 1
+            self._skip_balanced("(", ")")
+        elif text.startswith("$(", start):
+            self.pos += 1
+            word.substitutions.append(self._substitution())
+        elif text.startswith("${", start):
+            self.pos += 1
+            self._skip_balanced("{", "}")
+        elif text.startswith("`", start):
+            body = self._backquoted_body()
+            first = len(self.result.commands)
+            _Parser(body, self.result).nested_list(_Scope())
+            word.substitutions.append(self.result.commands[first:])
+            self.result.dynamic = True
+        else:
+            parameter = _PARAMETER.match(text, start + 1) if text.startswith("$", start) else None
+            if parameter is None:
+                return False
+            self.pos = parameter.end()
+        parts.append(text[start : self.pos])
+        word.expands = True
+        return True
+
+    def _substitution(self) -> list[_Command]:
+        """The commands of the ``( … )`` at ``pos``: they run, so they are analysed like any other."""
+        self.result.dynamic = True
+        first = len(self.result.commands)
+        inner = _Parser(self.text, self.result, self.pos + 1)
+        inner.nested_list(_Scope(), end=")")
+        self.pos = inner.pos
+        return self.result.commands[first:]
+
+    def _skip_balanced(self, opening: str, closing: str) -> None:
+        depth = 0
+        for index in range(self.pos, len(self.text)):
+            char = self.text[index]
+            if char == opening:
+                depth += 1
+            elif char == closing:
+                depth -= 1
+                if depth == 0:
+                    self.pos = index + 1
+                    return
+        self.result.broken = True
+        self.pos = len(self.text)
+
+    def _backquoted_body(self) -> str:
+        text, index, body = self.text, self.pos + 1, []
+        while index < len(text):
+            char = text[index]
+            if char == "\\" and index + 1 < len(text) and text[index + 1] in "$`\\":
+                body.append(text[index + 1])
+                index += 2
+            elif char == "`":
+                self.pos = index + 1
+                return "".join(body)
+            else:
+                body.append(char)
+                index += 1
+        self.result.broken = True
+        self.pos = len(text)
+        return "".join(body)
+
+    def _read_heredocs(self) -> None:
+        text, end = self.text, len(self.text)
+        while self.result.pending_heredocs:
+            command, delimiter, strip_tabs = self.result.pending_heredocs.pop(0)
+            lines = []
+            while self.pos < end:
+                newline = text.find("\n", self.pos)
+                newline = end if newline < 0 else newline
+                line = text[self.pos : newline]
+                self.pos = min(newline + 1, end)
+                if strip_tabs:
+                    line = line.lstrip("\t")
+                if line == delimiter:
+                    break
+                lines.append(line)
+            command.heredoc = "\n".join(lines)
+
+    # -- grammar -------------------------------------------------------------------------------
+
+    def nested_list(self, scope: _Scope, end: str | None = None, *, body: bool = False) -> None:
+        """``parse_list`` (or one function ``body``) one level deeper, bounded so that no input can
+        exhaust the stack; what lies deeper is left unparsed and the line counts as unanalysable."""
+        result = self.result
+        if result.nesting >= _MAX_NESTING:
+            result.broken = result.too_deep = True
+            self.pos, self._lookahead = len(self.text), None
+            return
+        result.nesting += 1
+        try:
+            if body:
+                self._element(scope)
+            else:
+                self.parse_list(scope, end)
+        finally:
+            result.nesting -= 1
+
+    def parse_list(self, scope: _Scope, end: str | None = None) -> None:
+        started = False
+        while True:
+            token = self.peek()
+            if token.kind == "eof":
+                if end is not None:
+                    self.result.broken = True
+                return
+            if token.is_op(")"):
+                self.take()
+                if end == ")":
+                    return
+                self.result.broken = True
+            elif end == "}" and token.is_keyword("}"):
+                self.take()
+                return
+            elif token.kind == "op" and token.value in _SEPARATORS:
+                self.take()
+                if token.value in ("&&", "||") and (not started or self._at_end_of_list()):
+                    self.result.broken = True
+            elif token.kind == "op" and token.value in ("|", "|&"):
+                self.take()
+                self.result.broken = True
+            else:
+                first, before = len(self.result.commands), (self.pos, token)
+                started = True
+                self._pipeline(scope)
+                if (self.pos, self._lookahead) == before:  # nothing consumed: skip the stray token
+                    self.take()
+                    self.result.broken = True
+                if self.peek().is_op("&"):
+                    for command in self.result.commands[first:]:
+                        command.background = True
+
+    def _at_end_of_list(self) -> bool:
+        """After ``&&``, ``||`` or ``|``: skip newlines and tell whether a command is missing."""
+        while self.peek().is_op("\n"):
+            self.take()
+        token = self.peek()
+        return token.kind == "eof" or (token.kind == "op" and token.value in _SEPARATORS | {")", "|", "|&"})
+
+    def _pipeline(self, scope: _Scope) -> None:
+        pipeline = len(self.result.pipeline_sizes)
+        self.result.pipeline_sizes[pipeline] = 1
+        stage = 0
+        self._element(scope.at(pipeline, stage))
+        while self.peek().kind == "op" and self.peek().value in ("|", "|&"):
+            self.take()
+            if self._at_end_of_list():
+                self.result.broken = True
+            stage += 1
+            self.result.pipeline_sizes[pipeline] = stage + 1
+            self._element(scope.at(pipeline, stage))
+
+    def _element(self, scope: _Scope) -> None:
+        token = self.peek()
+        if token.is_op("("):
+            self.take()
+            if self.text.startswith("(", self.pos):  # (( arithmetic ))
+                self.pos -= 1
+                self._skip_balanced("(", ")")
+                return
+            self.nested_list(scope, ")")
+            self._group_redirects(scope)
+        elif token.is_keyword("{"):
+            self.take()
+            self.nested_list(scope, "}")
+            self._group_redirects(scope)
+        else:
+            self._simple_command(scope)
+
+    def _group_redirects(self, scope: _Scope) -> None:
+        if self.peek().kind == "op" and self.peek().value in _REDIRECTS:
+            command = _Command(scope.pipes, scope.function)
+            self.result.commands.append(command)
+            while self.peek().kind == "op" and self.peek().value in _REDIRECTS:
+                self._redirect(command, self.take().value, scope)
+
+    def _simple_command(self, scope: _Scope) -> None:
+        command = _Command(scope.pipes, scope.function)
+        self.result.commands.append(command)
+        while True:
+            token = self.peek()
+            if token.kind == "eof":
+                return
+            if token.kind == "op":
+                if token.value in _REDIRECTS:
+                    self._redirect(command, self.take().value, scope)
+                    continue
+                if token.value != "(":
+                    return
+                self.take()
+                if len(command.words) == 1 and not command.redirects and self.peek().is_op(")"):
+                    self.take()
+                    self.result.commands.remove(command)
+                    self._function(command.words[0].text, scope)
+                    return
+                self.result.broken = True
+                self.nested_list(scope, ")")
+                continue
+            self.take()
+            word = token.word or _Word()
+            self._adopt(word, scope)
+            if not command.words and not command.redirects and not word.quoted and not word.expands:
+                if self._keyword(word.text, command, scope):
+                    return
+                if word.text in _SKIPPED_KEYWORDS or word.text in ("{", "case"):
+                    continue
+            command.words.append(word)
+
+    def _keyword(self, keyword: str, command: _Command, scope: _Scope) -> bool:
+        """Handle a reserved word at command position; True when it ended the command."""
+        if keyword == "{":
+            self.nested_list(scope, "}")
+        elif keyword in ("for", "select"):  # the header names a variable and a word list, runs nothing
+            while self.peek().kind == "word":
+                self._adopt(self.take().word or _Word(), scope)
+            return True
+        elif keyword == "case":
+            self.result.dynamic = True
+            while self.peek().kind == "word" and not self.peek().is_keyword("in"):
+                self._adopt(self.take().word or _Word(), scope)
+            if self.peek().is_keyword("in"):
+                self.take()
+        elif keyword == "function" and self.peek().kind == "word":
+            name = self.take().value
+            if self.peek().is_op("("):
+                self.take()
+                if self.peek().is_op(")"):
+                    self.take()
+            self.result.commands.remove(command)
+            self._function(name, scope)
+            return True
+        return False
+
+    def _function(self, name: str, scope: _Scope) -> None:
+        self.result.dynamic = True
+        while self.peek().is_op("\n"):
+            self.take()
+        self.nested_list(_Scope(scope.pipes, name), body=True)
+
+    def _redirect(self, command: _Command, op: str, scope: _Scope) -> None:
+        token = self.peek()
+        if token.kind != "word" or token.word is None:
+            self.result.broken = True
+            return
+        self.take()
+        self._adopt(token.word, scope)
+        command.redirects.append((op, token.word))
+        if op in ("<<", "<<-"):
+            self.result.pending_heredocs.append((command, token.word.text, op == "<<-"))
+            self.result.dynamic = True
+
+    @staticmethod
+    def _adopt(word: _Word, scope: _Scope) -> None:
+        """Commands substituted into a word run in the enclosing command's pipelines."""
+        for commands in word.substitutions:
+            for command in commands:
+                command.pipes = scope.pipes + command.pipes
+                command.function = command.function or scope.function
+
+
+def _parse(text: str) -> _Parse:
+    result = _Parse()
+    _Parser(text, result).parse_list(_Scope())
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Looking through wrappers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """A program that runs the command given after its options (and ``operands`` more words)."""
+
+    short_values: str = ""  # short options that take a value
+    long_values: frozenset[str] = frozenset()
+    operands: int = 0
+
+
+def _wrapper(short_values: str = "", long_values: str = "", operands: int = 0) -> _Wrapper:
+    return _Wrapper(short_values, _names(long_values), operands)
+
+
+_WRAPPERS: dict[str, _Wrapper] = {
+    "sudo": _wrapper("CDghpRrTtUu", "--chdir --close-from --group --host --prompt --chroot --role --type --user"),
+    "doas": _wrapper("Cu"),
+    "pkexec": _wrapper("", "--user"),
+    "nohup": _wrapper(),
+    "time": _wrapper("fo", "--format --output"),
+    "nice": _wrapper("n", "--adjustment"),
+    "timeout": _wrapper("ks", "--kill-after --signal", operands=1),
+    "xargs": _wrapper("adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
+    "exec": _wrapper("a"),
+    "command": _wrapper(),
+    "builtin": _wrapper(),
+    "stdbuf": _wrapper("eio", "--input --output --error"),
+    "setsid": _wrapper(),
+    "ionice": _wrapper("cn", "--class --classdata"),
+    "taskset": _wrapper(operands=1),
+    "chrt": _wrapper(operands=1),
+    "unbuffer": _wrapper(),
+    "caffeinate": _wrapper("tw"),
+}
+_ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
+
+
+@dataclass
+class _Invocation:
+    """What a simple command runs once wrappers are looked through."""
+
+    argv: list[_Word] = field(default_factory=list)
+    chain: list[str] = field(default_factory=list)  # every program on the way, outermost first
+    payloads: list[str] = field(default_factory=list)  # shell code handed over as text (bash -c, eval …)
+    too_deep: bool = False  # more wrappers than _MAX_WRAPPERS: what finally runs is unknown
+
+    @property
+    def name(self) -> str:
+        return _program_name(self.argv[0].text) if self.argv else ""
+
+    @property
+    def args(self) -> list[str]:
+        return [word.text for word in self.argv[1:]]
+
+
+def _program_name(text: str) -> str:
+    return posixpath.basename(text).lower()
+
+
+def _look_through(words: Sequence[_Word]) -> _Invocation:
+    invocation = _Invocation()
+    rest = list(words)
+    for _ in range(_MAX_WRAPPERS):
+        while rest and _ASSIGNMENT.match(rest[0].text):
+            rest = rest[1:]
+        if not rest:
+            break
+        name = _program_name(rest[0].text)
+        invocation.chain.append(name)
+        payload: str | None = None
+        if name in _SHELLS:
+            payload = _shell_payload(rest)
+            if payload is None:
+                break
+        elif name == "eval":
+            payload = " ".join(word.text for word in rest[1:])
+        elif name == "su":
+            payload = _option_value([word.text for word in rest[1:]], "-c", "--command") or ""
+        elif name == "watch":
+            start = _skip_options([word.text for word in rest], "n", frozenset({"--interval"}))
+            payload = " ".join(word.text for word in rest[start:])
+        elif name == "env":
+            rest, payload = _env_command(rest)
+        elif name == "command" and any(word.text in ("-v", "-V") for word in rest[1:2]):
+            rest = []  # only asks where a program is
+        elif name in _WRAPPERS:
+            wrapper = _WRAPPERS[name]
+            start = _skip_options([word.text for word in rest], wrapper.short_values, wrapper.long_values)
+            rest = rest[min(start + wrapper.operands, len(rest)) :]
+            continue
+        else:
+            break
+        if payload is not None:
+            if payload.strip():
+                invocation.payloads.append(payload)
+            rest = []
+            break
+    else:
+        invocation.too_deep, rest = True, []
+    invocation.argv = rest
+    return invocation
+
+
+def _skip_options(words: Sequence[str], short_values: str, long_values: frozenset[str]) -> int:
+    """Index of the first operand after ``words[0]``'s options (value-taking ones consume it)."""
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return index + 1
+        if word.startswith("--"):
+            index += 2 if "=" not in word and word in long_values else 1
+            continue
+        if not word.startswith("-") or word == "-":
+            break
+        index += 1
+        for position, flag in enumerate(word[1:], start=1):
+            if flag in short_values:
+                if position == len(word) - 1:
+                    index += 1
+                break
+    return index
+
+
+def _option_value(args: Sequence[str], short: str, long: str) -> str | None:
+    for index, arg in enumerate(args):
+        if arg in (short, long):
+            return args[index + 1] if index + 1 < len(args) else None
+        if arg.startswith(long + "="):
+            return arg[len(long) + 1 :]
+    return None
+
+
+def _shell_payload(words: Sequence[_Word]) -> str | None:
+    """The command string of ``sh -c '…'`` (also ``-lc``, ``-ec``), or None when it runs a script."""
+    has_code = False
+    index = 1
+    while index < len(words):
+        text = words[index].text
+        if text in ("-o", "-O", "+o", "+O", "--rcfile", "--init-file"):
+            index += 2
+        elif text == "--":
+            index += 1
+            break
+        elif text.startswith("--"):
+            index += 1
+        elif len(text) > 1 and text[0] in "-+":
+            has_code = has_code or (text[0] == "-" and "c" in text[1:])
+            index += 1
+        else:
+            break
+    if has_code and index < len(words):
+        return words[index].text
+    return None
+
+
+def _env_command(words: list[_Word]) -> tuple[list[_Word], str | None]:
+    """``env [options] [NAME=value …] command``; ``-S 'cmd args'`` hands over a command string."""
+    index = 1
+    while index < len(words):
+        text = words[index].text
+        if text == "--":
+            index += 1
+            break
+        if text.startswith(("-S", "--split-string")):
+            attached = text[2:] if text.startswith("-S") else text.partition("=")[2]
+            rest = words[index + 1 :] if attached else words[index + 2 :]
+            value = attached or (words[index + 1].text if index + 1 < len(words) else "")
+            return [], " ".join([value, *(word.text for word in rest)])
+        if text in ("-u", "-C", "--unset", "--chdir"):
+            index += 2
+        elif text.startswith("-"):
+            index += 1
+        else:
+            break
+    return words[index:], None
+
+
+# ---------------------------------------------------------------------------------------------
+# Interpreters: where they read their program from
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reader:
+    code: str = ""  # short options whose argument is the program or a module (python -c, -m)
+    values: str = ""  # short options that take a value
+    long_code: frozenset[str] = frozenset()
+    long_values: frozenset[str] = frozenset()
+    stdin: str = ""  # short options that read the program from stdin (sh -s)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where an interpreter's program comes from: stdin, a script, or a code/module option."""
+
+    kind: Literal["stdin", "script", "option"]
+    flag: str = ""
+    value: str = ""
+    after: int = 0  # index in the arguments of the first one after ``value``
+
+
+_READERS: dict[str, _Reader] = {
+    "sh": _Reader(code="c", values="oO", long_values=frozenset({"--rcfile", "--init-file"}), stdin="s"),
+    "python": _Reader(code="cm", values="WX"),
+    "perl": _Reader(code="eE", values="I"),
+    "ruby": _Reader(code="e", values="rI"),
+    "node": _Reader(
+        code="ep",
+        values="r",
+        long_code=frozenset({"--eval", "--print"}),
+        long_values=frozenset({"--require", "--import", "--loader", "--experimental-loader", "--input-type"}),
+    ),
+    "php": _Reader(code="rf", values="dc"),
+    "lua": _Reader(code="e", values="l"),
+    "source": _Reader(),
+}
+_PYTHON = re.compile(r"python[0-9.]*|pypy[0-9.]*|py")
+
+
+def _family(name: str) -> str:
+    if _PYTHON.fullmatch(name):
+        return "python"
+    if name in _SHELLS:
+        return "sh"
+    if name == ".":
+        return "source"
+    return {"nodejs": "node"}.get(name, name)
+
+
+def _program_source(reader: _Reader, args: Sequence[str]) -> _Source:
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("-", "/dev/stdin"):
+            return _Source("stdin")
+        if arg == "--":
+            index += 1
+            break
+        if arg.startswith("--"):
+            name, has_value, value = arg.partition("=")
+            if name in reader.long_code:
+                if has_value:
+                    return _Source("option", name, value, index + 1)
+                return _Source("option", name, args[index + 1] if index + 1 < len(args) else "", index + 2)
+            index += 2 if name in reader.long_values and not has_value else 1
+            continue
+        if len(arg) > 1 and arg[0] in "-+":
+            index += 1
+            for position, letter in enumerate(arg[1:], start=1):
+                attached = arg[position + 1 :]
+                if arg[0] == "-" and letter in reader.code:
+                    if attached:
+                        return _Source("option", f"-{letter}", attached, index)
+                    return _Source("option", f"-{letter}", args[index] if index < len(args) else "", index + 1)
+                if letter in reader.stdin:
+                    return _Source("stdin")
+                if letter in reader.values:
+                    if not attached:
+                        index += 1
+                    break
+            continue
+        break
+    if index < len(args) and args[index] not in ("-", "/dev/stdin"):
+        return _Source("script", value=args[index], after=index + 1)
+    return _Source("stdin")
+
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+# ---------------------------------------------------------------------------------------------
+
+_SYSTEM_DIRS = _names(
+    "bin boot dev etc home lib lib32 lib64 libx32 media mnt nix opt private proc root run sbin snap "
+    "srv sys usr var Applications Library System Users"
+)
+_PROFILE_NAMES = _names(
+    ".bashrc .bash_profile .bash_login .bash_logout .profile .zshrc .zprofile .zshenv .zlogin .zlogout"
+)
+_RAW_DISK = re.compile(
+    r"/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|mapper/.|disk/by-)", re.I
+)
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
+_USER_HOME = re.compile(r"~([A-Za-z0-9._-]+)(/.*)?", re.S)
+
+
+@dataclass(frozen=True)
+class _Env:
+    home: str
+    roots: tuple[str, ...]
+
+
+def _expand_home(text: str, home: str) -> str:
+    for prefix in ("~", "$HOME", "${HOME}"):
+        if text == prefix or text.startswith(prefix + "/"):
+            return home + text[len(prefix) :]
+    other = _USER_HOME.fullmatch(text)
+    if other:
+        base = posixpath.dirname(home) if posixpath.dirname(home) != "/" else "/home"
+        return posixpath.join(base, other.group(1)) + (other.group(2) or "")
+    return text
+
+
+def _absolute(text: str, env: _Env) -> str | None:
+    """``text`` as a normalised absolute path, or None when it is relative."""
+    path = _expand_home(text.strip(), env.home)
+    if not path.startswith("/"):
+        return None
+    return posixpath.normpath("/" + path.lstrip("/"))
+
+
+def _vital_path(text: str, env: _Env) -> str | None:
+    """Name the irreplaceable directory ``text`` denotes (/, home, a system dir), else None."""
+    path = _expand_home(text.strip(), env.home)
+    if not path.startswith("/"):
+        return None
+    path = "/" + path.lstrip("/")
+    while path.endswith(("/*", "/.*")):  # a directory's whole contents count as the directory
+        path = path[: path.rfind("/")] or "/"
+    path = posixpath.normpath(path)
+    home = posixpath.normpath(env.home)
+    if path == "/":
+        return "/"
+    if path == home:
+        return "the home directory"
+    parent, name = posixpath.split(path)
+    if parent == "/" and name in _SYSTEM_DIRS:
+        return path
+    if parent in ("/home", "/Users") or (parent == posixpath.dirname(home) and parent != "/"):
+        return "a home directory"
+    return None
+
+
+def _protected_file(text: str, env: _Env) -> str | None:
+    """Name the system or shell-start-up file ``text`` denotes, else None."""
+    path = _absolute(text, env)
+    if path is None:
+        return None
+    home = posixpath.normpath(env.home)
+    if path == "/etc" or path.startswith(("/etc/", "/private/etc/")):
+        return f"a system file ({path})"
+    name = posixpath.basename(path)
+    if posixpath.dirname(path) == home and name in _PROFILE_NAMES:
+        return f"a shell profile (~/{name})"
+    if path == f"{home}/.config/fish/config.fish":
+        return "a shell profile (~/.config/fish/config.fish)"
+    if path.startswith(f"{home}/.ssh/"):
+        return f"SSH configuration (~/.ssh/{path[len(home) + 6 :]})"
+    return None
+
+
+def _outside_project(text: str, env: _Env) -> bool:
+    expanded = _expand_home(text, env.home)
+    if "$" in expanded or expanded.startswith("~"):
+        return True
+    if not expanded.startswith("/"):
+        relative = posixpath.normpath(expanded)
+        return relative == ".." or relative.startswith("../")
+    path = posixpath.normpath("/" + expanded.lstrip("/"))
+    return not any(path == root or path.startswith(root.rstrip("/") + "/") for root in env.roots)
+
+
+# ---------------------------------------------------------------------------------------------
+# assess_command
+# ---------------------------------------------------------------------------------------------
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self._found: list[tuple[RiskLevel, str]] = []
+
+    def add(self, level: RiskLevel, reason: str) -> None:
+        if (level, reason) not in self._found:
+            self._found.append((level, reason))
+
+    def dangerous(self, reason: str) -> None:
+        self.add("dangerous", reason)
+
+    def catastrophic(self, reason: str) -> None:
+        self.add("catastrophic", reason)
+
+    def risk(self) -> CommandRisk:
+        if not self._found:
+            return CommandRisk("normal")
+        ordered = sorted(self._found, key=lambda found: -_RANK[found[0]])
+        return CommandRisk(ordered[0][0], tuple(dict.fromkeys(reason for _, reason in ordered)))
+
+
+@dataclass
+class _Call:
+    """One program invocation under inspection."""
+
+    name: str
+    words: list[_Word]
+    env: _Env
+    findings: _Findings
+    depth: int
+
+    @property
+    def args(self) -> list[str]:
+        return [word.text for word in self.words[1:]]
+
+
+def assess_command(command: str, *, home: Path | None = None, roots: Sequence[Path] = ()) -> CommandRisk:
+    """Classify a shell command line.
+
+    ``home`` defaults to the user's home directory; ``roots`` are the workspace roots, used to
+    tell a recursive ``chmod``/``chown`` inside the project from one outside it.
+    """
+    env = _Env(
+        home=posixpath.normpath(str(home) if home is not None else os.path.expanduser("~")),
+        roots=tuple(posixpath.normpath(str(root)) for root in roots),
+    )
+    findings = _Findings()
+    _assess_text(command, env, findings, 0)
+    return findings.risk()
+
+
+_TOO_DEEP = "too deeply nested to analyse"
+
+
+def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        findings.catastrophic(_TOO_DEEP)
+        return
+    parse = _parse(text)
+    if parse.too_deep:
+        findings.catastrophic(_TOO_DEEP)
+    analysed = [(command, _look_through(command.words)) for command in parse.commands]
+    for command, invocation in analysed:
+        if invocation.too_deep:
+            findings.catastrophic(_TOO_DEEP)
+        for name in invocation.chain:
+            if name in _ELEVATORS:
+                findings.dangerous(f"runs as root ({name})")
+        for payload in [*invocation.payloads, *_shell_input(command, invocation)]:
+            _assess_text(payload, env, findings, depth + 1)
+        for target in _written_files(command):
+            _assess_write_target(target, env, findings)
+        if invocation.argv:
+            _assess_argv(invocation.argv, env, findings, depth)
+        if _runs_downloaded_code(command, invocation):
+            findings.dangerous("runs downloaded code")
+    _assess_downloads_piped(analysed, findings)
+    _assess_fork_bombs(parse, findings)
+    _assess_sql(analysed, findings)
+
+
+def _assess_argv(words: list[_Word], env: _Env, findings: _Findings, depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        findings.catastrophic(_TOO_DEEP)
+        return
+    name = _program_name(words[0].text)
+    call = _Call(name, words, env, findings, depth)
+    if _family(name) == "python":
+        source = _program_source(_READERS["python"], call.args)
+        if source.flag == "-m" and source.value:
+            _assess_argv([_Word(source.value), *words[1 + source.after :]], env, findings, depth + 1)
+        return
+    runner = _runner_split(words)
+    if runner is not None and runner[1]:
+        _assess_argv(runner[1], env, findings, depth + 1)
+    if name.startswith("mkfs") or name == "mke2fs":
+        findings.catastrophic(f"formats a filesystem ({name})")
+    check = _CHECKS.get(name)
+    if check is not None:
+        check(call)
+
+
+def _written_files(command: _Command) -> Iterator[str]:
+    for op, target in command.redirects:
+        if op not in (">", ">>", ">|", "&>", "&>>", "<>", ">&"):
+            continue
+        if op == ">&" and (target.text.isdigit() or target.text == "-"):
+            continue  # duplicates a file descriptor
+        if target.text in _HARMLESS_TARGETS or target.text.startswith("/dev/fd/"):
+            continue
+        yield target.text
+
+
+def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
+    path = _absolute(target, env) or target
+    if _RAW_DISK.match(path):
+        findings.catastrophic(f"writes to a raw disk ({path})")
+        return
+    protected = _protected_file(target, env)
+    if protected:
+        findings.dangerous(f"overwrites {protected}")
+
+
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh"})
+_CODE_RUNNERS = frozenset({"sh", "python", "perl", "ruby", "node", "php", "lua", "source", "eval"})
+
+
+def _runs_downloaded_code(command: _Command, invocation: _Invocation) -> bool:
+    """``bash <(curl …)``, ``sh -c "$(curl …)"``, ``eval "$(wget -O- …)"`` and the like."""
+    if not any(_family(name) in _CODE_RUNNERS for name in invocation.chain):
+        return False
+    return any(
+        _look_through(inner.words).name in _DOWNLOADERS
+        for word in command.words
+        for commands in word.substitutions
+        for inner in commands
+    )
+
+
+def _shell_input(command: _Command, invocation: _Invocation) -> list[str]:
+    """Here-documents and here-strings a shell reads its commands from (``bash <<EOF``)."""
+    if _family(invocation.name) != "sh" or not _reads_program_from_stdin(invocation):
+        return []
+    return [command.heredoc, *(target.text for op, target in command.redirects if op == "<<<")]
+
+
+def _reads_program_from_stdin(invocation: _Invocation) -> bool:
+    reader = _READERS.get(_family(invocation.name))
+    return reader is not None and _program_source(reader, invocation.args).kind == "stdin"
+
+
+def _upstream(first: _Command, second: _Command) -> bool:
+    """Whether ``first`` feeds ``second`` through a pipe."""
+    stages = dict(first.pipes)
+    return any(pipeline in stages and stages[pipeline] < stage for pipeline, stage in second.pipes)
+
+
+def _assess_downloads_piped(analysed: list[tuple[_Command, _Invocation]], findings: _Findings) -> None:
+    downloads = [command for command, invocation in analysed if invocation.name in _DOWNLOADERS]
+    for command, invocation in analysed:
+        if _reads_program_from_stdin(invocation) and any(_upstream(download, command) for download in downloads):
+            findings.dangerous(f"pipes a download into {invocation.name}")
+
+
+def _assess_fork_bombs(parse: _Parse, findings: _Findings) -> None:
+    """A function that calls itself in a pipeline or in the background multiplies forever."""
+    for command in parse.commands:
+        name = command.function
+        if name is None or not command.words or command.words[0].text != name:
+            continue
+        if command.background or any(parse.pipeline_sizes.get(pipeline, 1) > 1 for pipeline, _ in command.pipes):
+            findings.catastrophic("fork bomb")
+
+
+# Programs that only print, search or record text: SQL in their arguments is data, unless
+# their output is piped into something that may execute it.
+_TEXT_ONLY = _names("echo printf cat tee grep egrep fgrep rg ag ack sed git gh glab head tail less diff wc true :")
+_SQL_DROP = re.compile(r"\bdrop\s+(?:temporary\s+)?(table|database|schema)\b", re.I)
+_SQL_TRUNCATE = re.compile(r"\btruncate\s+(?:table\s+)?(?:only\s+)?[\w\"`\[]", re.I)
+_SQL_UNFILTERED = (
+    (re.compile(r"\bdelete\s+from\s+[^\s;]+", re.I), "SQL DELETE without WHERE"),
+    (re.compile(r"\bupdate\s+[^\s;]+\s+set\s", re.I), "SQL UPDATE without WHERE"),
+)
+_SQL_WHERE = re.compile(r"\bwhere\b", re.I)
+_MONGO_DROP = re.compile(r"\.dropDatabase\s*\(", re.I)
+
+
+def _sql_reasons(text: str) -> Iterator[str]:
+    drop = _SQL_DROP.search(text)
+    if drop:
+        yield f"SQL DROP {drop.group(1).upper()}"
+    if _SQL_TRUNCATE.search(text):
+        yield "SQL TRUNCATE"
+    for pattern, reason in _SQL_UNFILTERED:
+        for match in pattern.finditer(text):
+            end = text.find(";", match.end())
+            if not _SQL_WHERE.search(text[match.end() : end if end >= 0 else len(text)]):
+                yield reason
+                break
+    if _MONGO_DROP.search(text):
+        yield "drops a MongoDB database"
+
+
+def _assess_sql(analysed: list[tuple[_Command, _Invocation]], findings: _Findings) -> None:
+    for command, invocation in analysed:
+        if invocation.payloads:
+            continue  # the payload was analysed as commands of its own
+        here_strings = [target.text for op, target in command.redirects if op == "<<<"]
+        text = "\n".join([" ".join(word.text for word in command.words), command.heredoc, *here_strings])
+        reasons = list(_sql_reasons(text))
+        if reasons and invocation.name in _TEXT_ONLY:
+            feeds_a_program = any(
+                _upstream(command, other) and other_invocation.name not in _TEXT_ONLY
+                for other, other_invocation in analysed
+            )
+            if not feeds_a_program:
+                continue
+        for reason in reasons:
+            findings.dangerous(reason)
+
+
+# -- per-program checks ------------------------------------------------------------------------
+
+
+def _operands(args: Sequence[str], value_options: frozenset[str] = frozenset()) -> list[str]:
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            operands.extend(args[index + 1 :])
+            break
+        if arg.startswith("-") and arg != "-":
+            index += 2 if arg in value_options else 1
+            continue
+        operands.append(arg)
+        index += 1
+    return operands
+
+
+def _has_flag(args: Sequence[str], letters: str, *long: str) -> bool:
+    """Whether a short option cluster holds one of ``letters`` or a long option is present."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg in long or arg.split("=", 1)[0] in long:
+            return True
+        if arg.startswith("-") and not arg.startswith("--") and any(letter in arg[1:] for letter in letters):
+            return True
+    return False
+
+
+def _subcommand(args: Sequence[str], value_options: frozenset[str] = frozenset()) -> tuple[str, list[str]]:
+    """The first operand after global options (``+toolchain`` skipped) and what follows it."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg.startswith("-"):
+            index += 2 if arg in value_options else 1
+        elif arg.startswith("+"):
+            index += 1
+        else:
+            return arg, list(args[index + 1 :])
+    return "", []
+
+
+def _check_rm(call: _Call) -> None:
+    """rm -r, and rimraf (npm's rm -rf)."""
+    args = call.args
+    if call.name == "rm" and not _has_flag(args, "rR", "--recursive"):
+        return
+    if "--no-preserve-root" in args:
+        call.findings.catastrophic("rm --no-preserve-root")
+    vital = [where for where in (_vital_path(target, call.env) for target in _operands(args)) if where]
+    for where in vital:
+        call.findings.catastrophic(f"recursive delete of {where}")
+    if not vital:
+        call.findings.dangerous("recursive delete")
+
+
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_DELETERS = frozenset({"rm", "rmdir", "unlink", "shred"})
+
+
+def _find_actions(words: Sequence[_Word]) -> Iterator[list[_Word]]:
+    """The commands ``find -exec … ;`` runs."""
+    index = 1
+    while index < len(words):
+        if words[index].text in _FIND_ACTIONS:
+            end = index + 1
+            while end < len(words) and words[end].text not in (";", "+"):
+                end += 1
+            if end > index + 1:
+                yield list(words[index + 1 : end])
+            index = end + 1
+        else:
+            index += 1
+
+
+def _check_find(call: _Call) -> None:
+    args = call.args
+    deletes = "-delete" in args
+    for action in _find_actions(call.words):
+        _assess_argv(action, call.env, call.findings, call.depth + 1)
+        deletes = deletes or _program_name(action[0].text) in _DELETERS
+    if not deletes:
+        return
+    index = 0
+    while index < len(args) and args[index] in ("-H", "-L", "-P"):
+        index += 1
+    starts = []
+    for arg in args[index:]:
+        if arg.startswith(("-", "(", "!")):
+            break
+        starts.append(arg)
+    vital = [where for where in (_vital_path(start, call.env) for start in starts) if where]
+    for where in vital:
+        call.findings.catastrophic(f"deletes everything under {where} (find)")
+    if not vital:
+        call.findings.dangerous("bulk delete (find)")
+
+
+_GIT_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"})
+
+
+def _check_git(call: _Call) -> None:
+    sub, rest = _subcommand(call.args, _GIT_OPTIONS)
+    found = call.findings
+    operands = _operands(rest)
+    if sub == "push":
+        if _has_flag(rest, "f", "--force", "--force-with-lease", "--mirror") or any(
+            op.startswith("+") for op in operands
+        ):
+            found.dangerous("force push")
+        if _has_flag(rest, "d", "--delete") or any(op.startswith(":") and len(op) > 1 for op in operands):
+            found.dangerous("deletes a remote branch")
+    elif sub == "reset" and "--hard" in rest:
+        found.dangerous("git reset --hard (discards changes)")
+    elif sub == "clean" and _has_flag(rest, "f", "--force") and not _has_flag(rest, "n", "--dry-run"):
+        found.dangerous("git clean (deletes untracked files)")
+    elif sub == "checkout" and (
+        ("--" in rest and rest.index("--") < len(rest) - 1) or "." in operands or _has_flag(rest, "f", "--force")
+    ):
+        found.dangerous("discards uncommitted changes (git checkout)")
+    elif sub == "restore":
+        paths = _operands(rest, frozenset({"-s", "--source"}))
+        staged_only = _has_flag(rest, "S", "--staged") and not _has_flag(rest, "W", "--worktree")
+        if paths and not staged_only:
+            found.dangerous("discards uncommitted changes (git restore)")
+    elif sub == "branch" and (
+        _has_flag(rest, "D") or (_has_flag(rest, "d", "--delete") and _has_flag(rest, "f", "--force"))
+    ):
+        found.dangerous("force-deletes a branch")
+    elif sub == "stash" and operands[:1] in (["drop"], ["clear"]):
+        found.dangerous("drops stashed changes")
+    elif sub in ("filter-branch", "filter-repo"):
+        found.dangerous("rewrites repository history")
+
+
+def _check_dd(call: _Call) -> None:
+    for arg in call.args:
+        if not arg.startswith("of="):
+            continue
+        target = arg[3:]
+        path = _absolute(target, call.env) or target
+        if _RAW_DISK.match(path):
+            call.findings.catastrophic(f"dd onto a raw disk ({path})")
+        elif path not in _HARMLESS_TARGETS:
+            call.findings.dangerous(f"dd overwrites {target}")
+            _assess_write_target(target, call.env, call.findings)
+
+
+_WRECKING_MODES = frozenset(
+    {"777", "0777", "000", "0000", "a+rwx", "ugo+rwx", "a=rwx", "a-rwx", "ugo-rwx", "o+w", "a+w"}
+)
+
+
+def _check_ownership(call: _Call) -> None:
+    """chmod/chown/chgrp: recursive changes of vital or foreign trees, world-writable trees."""
+    args = call.args
+    if call.name == "chmod":  # a dash word is an option only if it is one of chmod's own
+        options = [a for a in args if a.startswith("--") or re.fullmatch(r"-[cfvR]+", a)]
+        operands = [a for a in args if a not in options]
+    else:
+        options = [a for a in args if a.startswith("-")]
+        operands = [a for a in args if not a.startswith("-")]
+    if not _has_flag(options, "R", "--recursive"):
+        return
+    reference = any(option.startswith("--reference") for option in options)
+    setting, paths = (None, operands) if reference else (operands[:1], operands[1:])
+    vital = [where for where in (_vital_path(path, call.env) for path in paths) if where]
+    for where in vital:
+        call.findings.catastrophic(f"recursive {call.name} of {where}")
+    if vital:
+        return
+    if call.name == "chmod" and setting and setting[0] in _WRECKING_MODES:
+        call.findings.dangerous(f"recursive chmod {setting[0]}")
+    if any(_outside_project(path, call.env) for path in paths):
+        call.findings.dangerous(f"recursive {call.name} outside the project")
+
+
+def _check_copy(call: _Call) -> None:
+    """cp/mv/install/tee: what they overwrite; mv also what it moves away."""
+    operands = _operands(call.args, frozenset({"-t", "--target-directory", "-S", "--suffix", "-m", "--mode"}))
+    if call.name == "tee":
+        targets = operands
+    else:
+        directory = _option_value(call.args, "-t", "--target-directory")
+        targets = [directory] if directory else operands[-1:]
+        if call.name == "mv":
+            sources = operands if directory else operands[:-1]
+            for source in sources:
+                where = _vital_path(source, call.env)
+                if where:
+                    call.findings.catastrophic(f"moves {where} away")
+    for target in targets:
+        _assess_write_target(target, call.env, call.findings)
+
+
+def _check_kill(call: _Call) -> None:
+    args, pids, index = call.args, [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            pids.extend(args[index + 1 :])
+            break
+        if arg in ("-s", "-n"):
+            index += 2
+            continue
+        if arg.startswith("-") and (index == 0 or arg[1:].isalpha()):
+            index += 1  # the signal
+            continue
+        pids.append(arg)
+        index += 1
+    if "-1" in pids:
+        call.findings.dangerous("kills every process")
+    if "1" in pids:
+        call.findings.dangerous("kills init (pid 1)")
+
+
+def _check_kill_by_name(call: _Call) -> None:
+    call.findings.dangerous(f"kills processes by name ({call.name})")
+
+
+def _check_power(call: _Call) -> None:
+    call.findings.dangerous("shuts down or reboots the machine")
+
+
+def _check_systemctl(call: _Call) -> None:
+    sub, _ = _subcommand(call.args, frozenset({"-H", "--host", "-M", "--machine"}))
+    if sub in ("poweroff", "reboot", "halt", "kexec"):
+        _check_power(call)
+
+
+def _check_init(call: _Call) -> None:
+    if call.args[:1] in (["0"], ["6"]):
+        _check_power(call)
+
+
+def _check_crontab(call: _Call) -> None:
+    if _has_flag(call.args, "r"):
+        call.findings.dangerous("removes all cron jobs")
+
+
+_DOCKER_OPTIONS = frozenset({"-H", "--host", "-c", "--context", "--config", "-l", "--log-level"})
+
+
+def _check_docker(call: _Call) -> None:
+    sub, rest = _subcommand(call.args, _DOCKER_OPTIONS)
+    second, _ = _subcommand(rest, frozenset({"-f", "--file", "-p", "--project-name", "--env-file", "--profile"}))
+    name, found = call.name, call.findings
+    if (sub, second) == ("system", "prune"):
+        found.dangerous(f"{name} system prune")
+    elif sub == "volume" and second in ("prune", "rm"):
+        found.dangerous(f"deletes {name} volumes")
+    elif (sub == "rm" or (sub, second) == ("container", "rm")) and _has_flag(rest, "f", "--force"):
+        found.dangerous(f"force-removes {name} containers")
+    elif (sub, second) == ("compose", "down") and _has_flag(rest, "v", "--volumes"):
+        found.dangerous(f"deletes {name} compose volumes")
+    elif sub == "push" or (sub, second) == ("image", "push"):
+        found.dangerous(f"publishes an image ({name} push)")
+
+
+def _check_destroy(call: _Call) -> None:
+    """Infrastructure tools: kubectl delete, helm uninstall, terraform/pulumi/cdk destroy."""
+    sub, rest = _subcommand(call.args, frozenset({"-n", "--namespace", "--context", "--kubeconfig"}))
+    destroys = {
+        "kubectl": sub == "delete",
+        "helm": sub in ("uninstall", "delete", "del", "un"),
+    }.get(call.name, sub == "destroy" or (sub == "apply" and _has_flag(rest, "", "-destroy", "--destroy")))
+    if destroys:
+        call.findings.dangerous(f"destroys infrastructure ({call.name} {sub})")
+
+
+_PUBLISH_VERBS: dict[str, frozenset[str]] = {
+    "npm": frozenset({"publish"}),
+    "yarn": frozenset({"publish"}),
+    "pnpm": frozenset({"publish"}),
+    "bun": frozenset({"publish"}),
+    "cargo": frozenset({"publish"}),
+    "gem": frozenset({"push"}),
+    "poetry": frozenset({"publish"}),
+    "uv": frozenset({"publish"}),
+    "flit": frozenset({"publish"}),
+    "hatch": frozenset({"publish"}),
+    "twine": frozenset({"upload"}),
+}
+
+
+def _check_publish(call: _Call) -> None:
+    sub, rest = _subcommand(call.args)
+    if sub in _PUBLISH_VERBS[call.name] and "--dry-run" not in rest:
+        call.findings.dangerous(f"publishes a package ({call.name} {sub})")
+
+
+_PARTITIONERS = frozenset({"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted", "gparted"})
+_WIPERS = frozenset({"wipefs", "blkdiscard", "shred", "sgdisk", "mkswap", "newfs"})
+
+
+def _check_disk_tool(call: _Call) -> None:
+    args = call.args
+    if call.name in _PARTITIONERS and _has_flag(args, "", "-l", "--list"):
+        return  # only lists partitions
+    wipes = {  # without these flags wipefs and sgdisk only print
+        "wipefs": _has_flag(args, "a", "--all") and not _has_flag(args, "n", "--no-act"),
+        "sgdisk": _has_flag(args, "Zo", "--zap-all", "--clear"),
+    }.get(call.name, call.name in _WIPERS)
+    for operand in _operands(args):
+        path = _absolute(operand, call.env) or operand
+        if wipes and _RAW_DISK.match(path):
+            call.findings.catastrophic(f"wipes a raw disk ({call.name} {path})")
+            return
+    if call.name == "shred":
+        call.findings.dangerous("shred (unrecoverable overwrite)")
+    elif call.name != "mkswap":
+        call.findings.dangerous(f"disk partitioning or wiping tool ({call.name})")
+
+
+def _check_database_tool(call: _Call) -> None:
+    if call.name == "dropdb":
+        call.findings.dangerous("drops a database (dropdb)")
+    elif any(arg.lower() in ("flushall", "flushdb") for arg in call.args):
+        call.findings.dangerous("flushes Redis data")
+
+
+_CHECKS: dict[str, Callable[[_Call], None]] = {
+    "rm": _check_rm,
+    "rimraf": _check_rm,
+    "find": _check_find,
+    "git": _check_git,
+    "dd": _check_dd,
+    "chmod": _check_ownership,
+    "chown": _check_ownership,
+    "chgrp": _check_ownership,
+    "cp": _check_copy,
+    "mv": _check_copy,
+    "install": _check_copy,
+    "tee": _check_copy,
+    "kill": _check_kill,
+    "killall": _check_kill_by_name,
+    "killall5": _check_kill_by_name,
+    "pkill": _check_kill_by_name,
+    "shutdown": _check_power,
+    "reboot": _check_power,
+    "halt": _check_power,
+    "poweroff": _check_power,
+    "systemctl": _check_systemctl,
+    "init": _check_init,
+    "telinit": _check_init,
+    "crontab": _check_crontab,
+    "docker": _check_docker,
+    "podman": _check_docker,
+    "kubectl": _check_destroy,
+    "helm": _check_destroy,
+    "terraform": _check_destroy,
+    "tofu": _check_destroy,
+    "terragrunt": _check_destroy,
+    "pulumi": _check_destroy,
+    "cdk": _check_destroy,
+    "dropdb": _check_database_tool,
+    "redis-cli": _check_database_tool,
+    **dict.fromkeys(_PUBLISH_VERBS, _check_publish),
+    **dict.fromkeys(_PARTITIONERS | _WIPERS, _check_disk_tool),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# command_keys
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Subcommands:
+    """How a program's grant key is formed from its first operands."""
+
+    depth: int = 1  # operands that name the action (aws s3 ls: 2)
+    nested: frozenset[str] = frozenset()  # subcommands followed by one more name (npm run build)
+    runs: frozenset[str] = frozenset()  # subcommands that run another program (uv run pytest)
+    options: frozenset[str] = frozenset()  # options that take a separate value
+    targets: bool = False  # make-like: every operand is a target of its own
+
+
+def _sub(depth: int = 1, nested: str = "", runs: str = "", options: str = "", targets: bool = False) -> _Subcommands:
+    return _Subcommands(depth, _names(nested), _names(runs), _names(options), targets)
+
+
+_DOCKER_GROUPS = "compose container image network volume system builder buildx context plugin swarm node service stack"
+_DOCKER_KEY_OPTIONS = " ".join(_DOCKER_OPTIONS) + " -f --file -p --project-name --env-file --project-directory"
+_GH_GROUPS = (
+    "pr issue repo release run workflow gist auth codespace secret variable label cache project extension "
+    "ssh-key gpg-key config search org ruleset attestation"
+)
+_SIMPLE = _sub()
+_SUBCOMMANDS: dict[str, _Subcommands] = {
+    "git": _sub(options=" ".join(_GIT_OPTIONS)),
+    "npm": _sub(nested="run run-script", runs="exec x", options="--prefix -w --workspace"),
+    "pnpm": _sub(nested="run", runs="exec dlx", options="-C --dir --filter -F"),
+    "yarn": _sub(nested="run workspace", runs="exec dlx", options="--cwd"),
+    "bun": _sub(nested="run", runs="x"),
+    "uv": _sub(nested="pip tool python cache self", runs="run", options="--directory --project"),
+    "poetry": _sub(nested="env self cache source", runs="run", options="-C --directory -P --project"),
+    "conda": _sub(nested="env", runs="run"),
+    "mamba": _sub(nested="env", runs="run"),
+    "mise": _sub(runs="exec x"),
+    "bundle": _sub(runs="exec"),
+    **dict.fromkeys(("pipenv", "pdm", "hatch", "rye", "pixi", "pipx"), _sub(runs="run")),
+    "rustup": _sub(nested="toolchain component target"),
+    "go": _sub(nested="mod work"),
+    **dict.fromkeys(("docker", "podman"), _sub(nested=_DOCKER_GROUPS, options=_DOCKER_KEY_OPTIONS)),
+    "docker-compose": _sub(options="-f --file -p --project-name --env-file --profile"),
+    "kubectl": _sub(nested="config rollout auth certificate", options="-n --namespace --context --kubeconfig"),
+    "helm": _sub(nested="repo plugin dependency registry", options="-n --namespace --kube-context --kubeconfig"),
+    "gh": _sub(nested=_GH_GROUPS, options="-R --repo"),
+    "glab": _sub(nested="mr issue repo ci release variable auth", options="-R --repo"),
+    "brew": _sub(nested="services"),
+    "dotnet": _sub(nested="ef tool nuget"),
+    "deno": _sub(nested="task"),
+    "swift": _sub(nested="package"),
+    "flutter": _sub(nested="pub"),
+    "dart": _sub(nested="pub"),
+    "terraform": _sub(nested="state workspace", options=""),
+    "tofu": _sub(nested="state workspace"),
+    "pulumi": _sub(nested="stack config"),
+    "nix": _sub(nested="flake profile"),
+    "turbo": _sub(nested="run"),
+    "lerna": _sub(nested="run"),
+    "supabase": _sub(nested="db functions"),
+    "kind": _sub(nested="create delete get load export"),
+    "ansible-galaxy": _sub(nested="collection role"),
+    "systemctl": _sub(options="-H --host -M --machine"),
+    "aws": _sub(depth=2, options="--profile --region --output --endpoint-url --query"),
+    "gcloud": _sub(depth=4, options="--project --account --configuration --format"),
+    "az": _sub(depth=4, options="--subscription --output -o"),
+    "make": _sub(targets=True, options="-C -f --file --directory -I --include-dir -o --old-file -W --what-if"),
+    "gmake": _sub(targets=True, options="-C -f --file --directory -I --include-dir -o --old-file -W --what-if"),
+    "just": _sub(targets=True, options="-f --justfile -d --working-directory"),
+    "rake": _sub(targets=True, options="-f --rakefile -C --directory"),
+    "ninja": _sub(targets=True, options="-C -f -j -k -l -t"),
+    "task": _sub(targets=True, options="-d --dir -t --taskfile"),
+    **dict.fromkeys(("mvn", "mvnw"), _sub(targets=True, options="-f --file -s --settings -pl --projects -P -T")),
+    **dict.fromkeys(("gradle", "gradlew"), _sub(targets=True, options="-p --project-dir -x --exclude-task")),
+    **dict.fromkeys(
+        _names(
+            "pip pip3 cargo apt apt-get dnf yum zypper apk snap flatpak port winget choco scoop rails mix gem "
+            "composer ruff pre-commit alembic django-admin nx tmux svn hg jj bazel bazelisk heroku fly flyctl "
+            "vercel netlify firebase wrangler asdf pyenv nvm corepack volta stack cabal zig meson cdk vagrant "
+            "minikube ollama golangci-lint openssl direnv launchctl hugo"
+        ),
+        _SIMPLE,
+    ),
+}
+_RUNNER_PROGRAMS: dict[str, frozenset[str]] = {
+    "npx": frozenset({"-p", "--package"}),
+    "pnpx": frozenset({"-p", "--package"}),
+    "bunx": frozenset({"-p", "--package"}),
+    "uvx": frozenset({"--from", "--with", "--python", "-p"}),
+}
+_RUNNER_OPTIONS = _names(
+    "-p --package --from --with --python --with-requirements -n --name --prefix --env-file -e --env"
+)
+_GLOB = re.compile(r"[*?\[]")
+_BIN_DIRS = frozenset({"bin", "sbin", ".bin"})
+
+
+def _display_name(program: str) -> str:
+    """``/usr/bin/git`` → ``git``, ``node_modules/.bin/jest`` → ``jest``; other paths stay as written."""
+    if "/" not in program:
+        return program
+    parent = posixpath.basename(posixpath.dirname(program))
+    return posixpath.basename(program) if parent in _BIN_DIRS else program
+
+
+def _runner_split(words: Sequence[_Word]) -> tuple[list[str], list[_Word]] | None:
+    """Split ``uv run --with x pytest -q`` into (["uv", "run"], words of ``pytest -q``)."""
+    name = _program_name(words[0].text)
+    args = [word.text for word in words]
+    if name in _RUNNER_PROGRAMS:
+        start = _skip_options(args, "", _RUNNER_PROGRAMS[name] | _RUNNER_OPTIONS)
+        return [_display_name(words[0].text)], list(words[start:])
+    spec = _SUBCOMMANDS.get(name)
+    if spec is None or not spec.runs:
+        return None
+    sub, _ = _subcommand(args[1:], spec.options)
+    if sub not in spec.runs:
+        return None
+    position = args.index(sub, 1)
+    start = position + _skip_options(args[position:], "", _RUNNER_OPTIONS)
+    return [_display_name(words[0].text), sub], list(words[start:])
+
+
+def command_keys(command: str) -> tuple[str, ...] | None:
+    """The grant keys of a command line, in order, or None when it cannot be analysed safely.
+
+    Each simple command gives the program plus, for programs with subcommands, the action
+    (``git -C sub status`` → ``git status``; ``FOO=1 npm run build`` → ``npm run build``;
+    ``make test lint`` → ``make test``, ``make lint``; ``python -m pytest`` → ``python -m pytest``;
+    ``python tool.py`` → ``python tool.py``; ``uv run pytest`` → ``uv run pytest``). Assignments
+    and wrappers (``sudo``, ``env``, ``timeout``, ``xargs`` …) are skipped and ``bash -c '…'``
+    contributes the keys of its payload; ``find -exec`` adds the keys of what it runs. A program
+    found in a ``bin`` directory is named by its base name; any other path stays as written, so a
+    local ``./git`` never borrows the grant of ``git``. Writing a file by redirection adds the key
+    ``>``. Command and process substitution, backticks, ``eval``, here-documents, function
+    definitions, ``case``, a program named by a variable and unbalanced quotes give None.
+    """
+    keys = _line_keys(command, 0)
+    return None if keys is None else tuple(dict.fromkeys(keys))
+
+
+def _line_keys(text: str, depth: int) -> list[str] | None:
+    if depth > _MAX_DEPTH:
+        return None
+    parse = _parse(text)
+    if parse.broken or parse.dynamic:
+        return None
+    keys: list[str] = []
+    for command in parse.commands:
+        invocation = _look_through(command.words)
+        if "eval" in invocation.chain or invocation.too_deep:
+            return None
+        for payload in invocation.payloads:
+            inner = _line_keys(payload, depth + 1)
+            if inner is None:
+                return None
+            keys.extend(inner)
+        if invocation.argv:
+            argv_keys = _argv_keys(invocation.argv, depth)
+            if argv_keys is None:
+                return None
+            keys.extend(argv_keys)
+        elif invocation.chain and not invocation.payloads:
+            keys.append(invocation.chain[-1])  # ``sudo -s``, ``command -v x``, ``exec >log``
+        if next(_written_files(command), None) is not None:
+            keys.append(">")
+    return keys
+
+
+def _argv_keys(words: Sequence[_Word], depth: int) -> list[str] | None:
+    if depth > _MAX_DEPTH:
+        return None
+    program = words[0]
+    if program.expands or not program.text or (_GLOB.search(program.text) and program.text not in ("[", "[[")):
+        return None
+    display, name = _display_name(program.text), _program_name(program.text)
+    reader = _READERS.get(_family(name))
+    if reader is not None:
+        return _interpreter_keys(display, name, words, reader, depth)
+    runner = _runner_split(words)
+    if runner is not None:
+        prefix = " ".join(runner[0])
+        if not runner[1]:
+            return [prefix]
+        inner = _argv_keys(runner[1], depth + 1)
+        return None if inner is None else [f"{prefix} {key}" for key in inner]
+    if name == "find":
+        keys = [display]
+        for action in _find_actions(words):
+            inner = _argv_keys(action, depth + 1)
+            if inner is None:
+                return None
+            keys.extend(inner)
+        return keys
+    spec = _SUBCOMMANDS.get(name)
+    return [display] if spec is None else _subcommand_keys(display, [word.text for word in words[1:]], spec)
+
+
+def _interpreter_keys(display: str, name: str, words: Sequence[_Word], reader: _Reader, depth: int) -> list[str] | None:
+    source = _program_source(reader, [word.text for word in words[1:]])
+    if source.kind == "stdin":
+        return [display]
+    if source.kind == "script":
+        return [f"{display} {source.value}"]
+    if _family(name) == "python" and source.flag == "-m" and source.value:
+        inner = _argv_keys([_Word(source.value), *words[1 + source.after :]], depth + 1)
+        return None if inner is None else [f"{display} -m {key}" for key in inner]
+    return [f"{display} {source.flag}"]
+
+
+def _subcommand_keys(display: str, args: Sequence[str], spec: _Subcommands) -> list[str]:
+    operands: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            operands.extend(args[index + 1 :])
+            break
+        if arg.startswith("-"):
+            index += 2 if arg in spec.options and "=" not in arg else 1
+            continue
+        if not arg.startswith("+"):  # cargo +nightly
+            operands.append(arg)
+        index += 1
+    if spec.targets:
+        targets = [op for op in operands if "=" not in op and not op.isdigit()]
+        return [f"{display} {target}" for target in targets] or [display]
+    if not operands:
+        return [display]
+    wanted = spec.depth + (1 if operands[0] in spec.nested else 0)
+    return [" ".join([display, *operands[:wanted]])]
+
+
+# ---------------------------------------------------------------------------------------------
+# sensitive_path_reason
+# ---------------------------------------------------------------------------------------------
+
+_VCS_AND_SSH_DIRS = {".git": "inside a .git directory (hooks run code)", ".ssh": "inside an SSH directory"}
+_HOME_CREDENTIAL_DIRS = {
+    ".gnupg": "the GnuPG keyring",
+    ".aws": "AWS credentials",
+    ".kube": "Kubernetes credentials",
+    ".docker": "Docker credentials",
+    ".azure": "Azure credentials",
+}
+_CREDENTIAL_FILES = frozenset({".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials"})
+_PRIVATE_KEY_NAMES = frozenset({"id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk"})
+_PRIVATE_KEY_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk")
+_ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+
+
+def sensitive_path_reason(path: Path, home: Path, *, hermes_home: Path | None = None) -> str | None:
+    """Why writing ``path`` (absolute) always needs the user's approval, or None.
+
+    Covers any ``.git`` or ``.ssh`` directory, credential directories in ``home`` (``.aws``,
+    ``.kube``, ``.docker``, ``.gnupg``, ``.azure``; a project's own ``.docker/`` is fine),
+    credential files and private keys, environment files (``.env``, ``.env.*`` and direnv's
+    ``.envrc``, but not committed templates like ``.env.example``), shell profiles in ``home``,
+    ``/etc`` and everything under ``hermes_home`` (the agent's configuration, memory, secrets).
+    """
+    parts = [part.lower() for part in path.parts]
+    name = parts[-1] if parts else ""
+    for part in parts:
+        if part in _VCS_AND_SSH_DIRS:
+            return _VCS_AND_SSH_DIRS[part]
+    for directory, reason in _HOME_CREDENTIAL_DIRS.items():
+        if path == home / directory or home / directory in path.parents:
+            return reason
+    if hermes_home is not None and (path == hermes_home or hermes_home in path.parents):
+        return "the agent's own configuration and memory ($HERMES_HOME)"
+    if name in (".env", ".envrc") or (name.startswith(".env.") and name not in _ENV_TEMPLATES):
+        return "environment file (may hold secrets)"
+    if name in _PRIVATE_KEY_NAMES or name.endswith(_PRIVATE_KEY_SUFFIXES):
+        return "private key or certificate"
+    if name in _CREDENTIAL_FILES:
+        return "credentials file"
+    if name == "authorized_keys":
+        return "SSH authorized keys"
+    if (path.parent == home and name in _PROFILE_NAMES) or path == home / ".config" / "fish" / "config.fish":
+        return "shell profile"
+    if parts[:2] == ["/", "etc"]:
+        return "system configuration"
+    return None

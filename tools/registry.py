@@ -1,0 +1,313 @@
+"""The tool registry: every tool is declared once and dispatched through here.
+
+A declaration carries everything the rest of the system needs: the JSON schema the model sees
+and arguments are validated against, the ACP kind and a title/locations presenter for the
+editor, whether the tool reads or mutates (which decides the permission it needs) and whether
+it may run concurrently with its neighbours. Dispatch never raises for a bad call: unknown
+tools, invalid arguments and handler exceptions all become an error result for the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from acp_hermes.events import Display, Event, EventSink, Location, ToolCallUpdated, ToolKind
+
+if TYPE_CHECKING:
+    from acp_hermes.editor import CommandObserver, CommandOutcome, CommandRequest, Editor
+
+log = logging.getLogger(__name__)
+
+MAX_RESULT_CHARS = 60_000
+
+
+class Access(str, Enum):
+    """What a tool does to the world, which decides the permission it needs."""
+
+    READ = "read"  # no side effects outside the session
+    EDIT = "edit"  # changes files
+    EXECUTE = "execute"  # runs commands
+    STATE = "state"  # changes the agent's own stores (memory, skills)
+
+    @property
+    def mutates(self) -> bool:
+        return self is not Access.READ
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """A whole-file change a tool wants to make; ``new_text`` None deletes the file."""
+
+    path: Path
+    old_text: str | None
+    new_text: str | None
+
+
+class PermissionDenied(Exception):
+    """The call may not run; the message is what the model is told."""
+
+
+class Gate(Protocol):
+    """Decides, asking the user when the mode requires it, whether a mutation may run."""
+
+    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
+
+    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None: ...
+
+    async def authorize_state(self, ctx: ToolContext, title: str, display: Sequence[Display]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the model produced it. ``arguments`` is None when they were not valid JSON."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Presentation:
+    title: str
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a call produced: ``text`` for the model, ``display`` for the editor."""
+
+    text: str
+    ok: bool = True
+    display: tuple[Display, ...] = ()
+    locations: tuple[Location, ...] | None = None
+    raw_output: Any = None
+
+
+class ToolError(Exception):
+    """Raised by a handler for an expected failure; the message goes to the model as is."""
+
+
+Handler = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolResult]]
+Presenter = Callable[[dict[str, Any], Path], Presentation]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    schema: dict[str, Any]
+    handler: Handler
+    toolset: str
+    kind: ToolKind
+    access: Access
+    parallel_safe: bool = False
+    present: Presenter | None = None
+
+    def presentation(self, args: dict[str, Any], cwd: Path) -> Presentation:
+        if self.present is None:
+            return Presentation(self.name)
+        try:
+            return self.present(args, cwd)
+        except Exception:  # a presenter must never break a turn
+            log.exception("presenter for %s failed", self.name)
+            return Presentation(self.name)
+
+
+def resolve_path(raw: str, cwd: Path) -> Path:
+    """Absolute, symlink- and ``..``-free path for ``raw`` (relative to ``cwd``)."""
+    expanded = os.path.expanduser(raw.strip())
+    joined = expanded if os.path.isabs(expanded) else os.path.join(cwd, expanded)
+    return Path(os.path.realpath(joined))
+
+
+def is_within(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+@dataclass
+class ToolContext:
+    """Everything a handler may touch, scoped to one call of one session.
+
+    Mutations go through ``write_text``/``run_command``, which refuse anything the gate has
+    not authorized for this call, so a tool cannot mutate without the grant its mode needs.
+    """
+
+    call_id: str
+    session_id: str
+    cwd: Path
+    roots: tuple[Path, ...]
+    editor: Editor
+    gate: Gate
+    sink: EventSink
+    scratch: dict[str, Any] = field(default_factory=dict)
+    services: Mapping[str, Any] = field(default_factory=dict)
+    _authorized_paths: set[Path] = field(default_factory=set)
+    _authorized_commands: set[str] = field(default_factory=set)
+    _state_authorized: bool = False
+
+    def resolve(self, raw: str) -> Path:
+        return resolve_path(raw, self.cwd)
+
+    def in_workspace(self, path: Path) -> bool:
+        return is_within(path, self.roots)
+
+    async def emit(self, event: Event) -> None:
+        await self.sink.emit(event)
+
+    async def show(self, display: Sequence[Display], locations: Sequence[Location] | None = None) -> None:
+        """Replace the call's live content (status in_progress)."""
+        await self.sink.emit(
+            ToolCallUpdated(
+                self.call_id,
+                display=tuple(display),
+                locations=None if locations is None else tuple(locations),
+            )
+        )
+
+    async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
+        await self.gate.authorize_edits(self, changes)
+        self._authorized_paths.update(change.path for change in changes)
+
+    async def authorize_command(self, command: str, cwd: Path) -> None:
+        await self.gate.authorize_command(self, command, cwd)
+        self._authorized_commands.add(command)
+
+    async def authorize_state(self, title: str, display: Sequence[Display]) -> None:
+        await self.gate.authorize_state(self, title, display)
+        self._state_authorized = True
+
+    @property
+    def state_authorized(self) -> bool:
+        return self._state_authorized
+
+    async def read_text(self, path: Path) -> str:
+        return await self.editor.read_text(path)
+
+    async def write_text(self, path: Path, content: str) -> None:
+        if path not in self._authorized_paths:
+            raise PermissionDenied(f"write to {path} was not authorized")
+        await self.editor.write_text(path, content)
+
+    async def delete_file(self, path: Path) -> None:
+        if path not in self._authorized_paths:
+            raise PermissionDenied(f"deleting {path} was not authorized")
+        path.unlink(missing_ok=True)
+
+    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
+        if request.command not in self._authorized_commands:
+            raise PermissionDenied(f"command {request.command!r} was not authorized")
+        return await self.editor.run_command(request, observer)
+
+
+def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """Cut ``text`` to ``limit`` characters, keeping head and tail, saying what was cut."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    omitted = len(text) - head - tail
+    return (
+        f"{text[:head]}\n\n[... {omitted:,} characters omitted: result capped at {limit:,} characters; "
+        f"narrow the request (offset/limit, a more specific pattern) to see the rest ...]\n\n{text[-tail:]}"
+    )
+
+
+class ToolRegistry:
+    """The tools one session can use."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Any] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is declared twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Tool declarations in the Anthropic Messages API format, in a stable order."""
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.schema}
+            for t in self._tools.values()
+        ]
+
+    def presentation(self, call: ToolCall, cwd: Path) -> tuple[Presentation, ToolKind]:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return Presentation(call.name), "other"
+        return tool.presentation(call.arguments or {}, cwd), tool.kind
+
+    def batches(self, calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
+        """Group consecutive read-only, parallel-safe calls; everything else runs alone, in order."""
+        groups: list[list[ToolCall]] = []
+        for call in calls:
+            if self._concurrent(call) and groups and self._concurrent(groups[-1][-1]):
+                groups[-1].append(call)
+            else:
+                groups.append([call])
+        return groups
+
+    def _concurrent(self, call: ToolCall) -> bool:
+        tool = self._tools.get(call.name)
+        return tool is not None and tool.parallel_safe and not tool.access.mutates
+
+    def validation_error(self, tool: Tool, args: dict[str, Any]) -> str | None:
+        validator = self._validators.get(tool.name)
+        if validator is None:
+            from jsonschema import Draft202012Validator  # deferred: ~90 ms to import
+
+            validator = Draft202012Validator(tool.schema)
+            self._validators[tool.name] = validator
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        if not errors:
+            return None
+        parts = []
+        for error in errors[:5]:
+            where = "/".join(str(p) for p in error.absolute_path)
+            parts.append(f"{where}: {error.message}" if where else error.message)
+        return "; ".join(parts)
+
+    async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Validate and run one call. Only cancellation propagates; every failure is a result."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools))
+            return ToolResult(f"Error: unknown tool {call.name!r}. Available tools: {known}.", ok=False)
+        if call.arguments is None:
+            return ToolResult(
+                f"Error: the arguments for {call.name} are not valid JSON ({call.raw_arguments[:200]!r}). "
+                "Call the tool again with a JSON object matching its schema.",
+                ok=False,
+            )
+        problem = self.validation_error(tool, call.arguments)
+        if problem is not None:
+            return ToolResult(f"Error: invalid arguments for {call.name}: {problem}", ok=False)
+        if not tool.access.mutates:
+            await ctx.emit(ToolCallUpdated(call.id))
+        try:
+            result = await tool.handler(call.arguments, ctx)
+        except PermissionDenied as denied:
+            return ToolResult(str(denied), ok=False)
+        except ToolError as error:
+            return ToolResult(f"Error: {error}", ok=False)
+        except Exception as error:  # a broken tool must not break the turn
+            log.exception("tool %s failed", call.name)
+            return ToolResult(f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False)
+        result.text = cap_text(result.text)
+        return result
