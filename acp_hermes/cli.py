@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from acp_hermes import __version__
+
+if TYPE_CHECKING:
+    import argparse
+    from concurrent.futures import Future
+
+    from acp_hermes.config import Paths
+    from memory.session_db import SessionDB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 STDIO_LIMIT = 50 * 1024 * 1024
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="acp-hermes",
         description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad) "
@@ -36,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if not arguments:  # how editors start us: skip argparse, a few ms of start-up
+        return serve(None)
+    args = build_parser().parse_args(arguments)
     if args.command in (None, "serve"):
         return serve(args.log_level)
     if args.command == "setup":
@@ -74,18 +86,49 @@ def serve(log_level: str | None) -> int:
     if error:
         log.error("configuration error: %s", error)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
+    db_opening = _open_state_db_early(paths)
 
-    import anyio
+    import asyncio
+    import gc
 
+    import acp  # noqa: F401  the ACP SDK: ~0.5 s of imports and most of the objects this process keeps
+
+    gc.freeze()  # ... so the collections our own imports set off no longer walk all of them again
     from acp_hermes.server import HermesAgent
 
-    agent = HermesAgent(paths, settings, error)
+    agent = HermesAgent(paths, settings, error, db_opening)
     try:
-        anyio.run(_serve, agent, protocol_fd)
+        # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
+        # backend (~17 ms of imports) then loads after session/new instead of before initialize.
+        asyncio.run(_serve(agent, protocol_fd))
     except KeyboardInterrupt:
         return 130
     log.info("stdin closed; exiting")
     return 0
+
+
+def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
+    """Open state.db on a thread while the ACP SDK is imported.
+
+    Opening may wait on the disk (creating the schema in a new HERMES_HOME, syncing the WAL);
+    that wait overlaps the ~0.5 s of imports instead of delaying session/new. ``Runtime.db``
+    takes the result, or the error (and then tries again itself).
+    """
+    import threading
+    from concurrent.futures import Future
+
+    opening: Future[SessionDB] = Future()
+
+    def open_db() -> None:
+        try:
+            from memory.session_db import SessionDB
+
+            opening.set_result(SessionDB(paths.state_db))
+        except BaseException as exc:  # handed to whoever needs the database
+            opening.set_exception(exc)
+
+    threading.Thread(target=open_db, name="state.db open", daemon=True).start()
+    return opening
 
 
 async def _serve(agent: object, protocol_fd: int) -> None:

@@ -8,6 +8,7 @@ key it runs against the built-in offline demo model in a throwaway sample projec
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import sys
@@ -28,8 +29,9 @@ PLAN_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 class TerminalView:
     """Renders ``session/update`` payloads (plain JSON) as readable terminal output."""
 
-    def __init__(self, color: bool) -> None:
+    def __init__(self, color: bool, workspace: Path | None = None) -> None:
         self._color = color
+        self.workspace = workspace
         self._stream: str | None = None
         self._titles: dict[str, str] = {}
 
@@ -90,11 +92,18 @@ class TerminalView:
         for item in update.get("content") or []:
             self.content(item)
 
+    def _label(self, path: str) -> str:
+        """Paths inside the workspace are shown relative to it."""
+        if self.workspace is not None:
+            with contextlib.suppress(ValueError):
+                return str(Path(path).relative_to(self.workspace))
+        return path.lstrip("/")
+
     def content(self, item: dict[str, Any]) -> None:
         if item.get("type") == "diff":
             old = (item.get("oldText") or "").splitlines(keepends=True)
             new = item.get("newText", "").splitlines(keepends=True)
-            label = item["path"]
+            label = self._label(item["path"])
             for row in difflib.unified_diff(old, new, f"a/{label}", f"b/{label}", n=2):
                 row = row.rstrip("\n")
                 style = GREEN if row.startswith("+") else RED if row.startswith("-") else DIM
@@ -233,6 +242,7 @@ def run_demo(*, prompt: str | None, approve_all: bool, cwd: str | None, offline:
             workspace = workspace or Path.cwd()
             env = _server_env(None, None, None)
             text = prompt or "Give me a short overview of this project: what it is and how it is laid out."
+        view.workspace = workspace.resolve()
         client = DemoClient(view, approve_all=approve_all, interactive=interactive, sandbox=offline and cwd is None)
         try:
             stop = anyio.run(_drive, view, client, text, workspace, env, log_level)

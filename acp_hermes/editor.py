@@ -193,8 +193,8 @@ class ClientEditor(LocalEditor):
     Reads through ``fs/read_text_file`` see unsaved buffers; writes through
     ``fs/write_text_file`` land in the editor's buffers and review UI; commands run in the
     client's terminals. One catch: after our own shell command changes a file on disk, the
-    editor's buffer may still hold the old text, so a file modified on disk since the last
-    command started is read from disk.
+    editor's buffer may still hold the old text. So a file is read from disk when a command
+    started after we last saw it through the editor and the file changed on disk since.
     """
 
     def __init__(self, client: Requester, session_id: str, abilities: ClientAbilities) -> None:
@@ -202,17 +202,19 @@ class ClientEditor(LocalEditor):
         self._client = client
         self._session_id = session_id
         self.abilities = abilities
+        self._seen: dict[Path, float] = {}  # when we last read or wrote the file via the editor
 
-    def _disk_is_newer(self, path: Path) -> bool:
-        if self.last_command_started is None:
+    def _changed_by_command(self, path: Path) -> bool:
+        started = self.last_command_started
+        if started is None or self._seen.get(path, float("-inf")) > started:
             return False
         try:
-            return path.stat().st_mtime >= self.last_command_started - _MTIME_SLACK
+            return path.stat().st_mtime >= started - _MTIME_SLACK
         except OSError:
             return False
 
     async def read_text(self, path: Path) -> str:
-        if not self.abilities.read_files or self._disk_is_newer(path):
+        if not self.abilities.read_files or self._changed_by_command(path):
             return await super().read_text(path)
         try:
             result = await self._client.request(
@@ -223,6 +225,7 @@ class ClientEditor(LocalEditor):
                 raise FileNotFoundError(2, "No such file", str(path)) from exc
             log.warning("fs/read_text_file failed for %s (%s); reading from disk", path, exc)
             return await super().read_text(path)
+        self._seen[path] = time.time()
         return str((result or {}).get("content", ""))
 
     async def write_text(self, path: Path, content: str) -> None:
@@ -233,6 +236,7 @@ class ClientEditor(LocalEditor):
         await self._client.request(
             "fs/write_text_file", {"sessionId": self._session_id, "path": str(path), "content": content}
         )
+        self._seen[path] = time.time()
 
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
         if not self.abilities.terminals:

@@ -160,6 +160,8 @@ def describe_failure(error: BaseException) -> str:
     if isinstance(error, anthropic.NotFoundError):
         return f"The model API returned 404: {_api_message(error)} (is the model name right?)"
     if isinstance(error, anthropic.APIStatusError):
+        if error.status_code < 400:  # an ``error`` event inside a streamed 200 response
+            return f"The model stream broke off: {_api_message(error)}"
         return f"The model API returned an error ({error.status_code}): {_api_message(error)}"
     if isinstance(error, anthropic.APITimeoutError):
         return "The model API did not answer in time."
@@ -191,6 +193,10 @@ async def _back_off_or_raise(error: Exception, attempt: int, settings: Settings)
 def _is_retryable(error: BaseException) -> bool:
     import anthropic
 
+    response = getattr(error, "response", None)
+    verdict = response.headers.get("x-should-retry") if response is not None else None
+    if verdict in ("true", "false"):  # the server's explicit word wins over the status
+        return verdict == "true"
     if isinstance(error, anthropic.APIStatusError):
         # An ``error`` event inside a 200 stream carries its type instead of a status.
         return error.status_code in RETRYABLE_STATUSES or getattr(error, "type", None) in RETRYABLE_STREAM_ERRORS

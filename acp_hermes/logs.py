@@ -34,5 +34,5 @@ def configure_logging(paths: Paths, level: str) -> None:
         root.addHandler(handler)
     logging.captureWarnings(True)
     warnings.simplefilter("default")
-    for noisy in ("httpx", "httpx2", "httpcore", "anthropic", "asyncio"):
+    for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "anthropic", "asyncio"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

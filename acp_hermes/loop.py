@@ -95,7 +95,7 @@ class _CallSink:
         await self._sink.emit(event)
 
 
-ContextFactory = Callable[[str, EventSink], ToolContext]
+ContextFactory = Callable[[str, str, EventSink], ToolContext]  # (call id, title, sink)
 
 
 class AgentLoop:
@@ -122,12 +122,13 @@ class AgentLoop:
         self._cwd = cwd
         self._hints = hints
         self._open: dict[str, _Call] = {}
+        self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
 
     async def run_turn(
         self, content: list[dict[str, Any]], plain_text: str, prompt: list[dict[str, Any]], settings: TurnSettings
     ) -> TurnResult:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
-        result = TurnResult("end_turn")
+        result = self.result = TurnResult("end_turn")
         await self._transcript.add_user(content, plain_text, prompt)
         while True:
             if result.model_calls >= settings.max_iterations:
@@ -247,7 +248,7 @@ class AgentLoop:
 
     async def _run_one(self, call: ToolCall) -> ToolOutcome:
         record = self._open[call.id]
-        ctx = self._make_context(call.id, _CallSink(self._sink, record))
+        ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
         result = await self._registry.dispatch(call, ctx)
         text = result.text
         if self._hints is not None and call.arguments:
@@ -274,6 +275,7 @@ class AgentLoop:
             display=display,
             locations=result.locations or (),
             plan=record.plan,
+            raw_output=result.raw_output,
         )
 
     async def _fail_open_calls(self, reason: str) -> None:

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 from acp_hermes.atomic import atomic_write_text
 from acp_hermes.events import DiffDisplay, Display, TextDisplay, ToolKind
-from acp_hermes.risk import assess_command, command_keys, sensitive_path_reason
 from tools.registry import FileChange, PermissionDenied, ToolContext
 
 log = logging.getLogger(__name__)
@@ -135,8 +134,10 @@ class PermissionGate:
     async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         if self.mode is Mode.PLAN:
             raise PermissionDenied(PLAN_REFUSAL)
+        from acp_hermes.risk import sensitive_path_reason  # big rule tables: loaded after start-up
+
         display = [DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes]
-        title = _edit_title(changes, ctx.cwd)
+        title = ctx.title or _edit_title(changes, ctx.cwd)
         concerns = []
         for change in changes:
             if not ctx.in_workspace(change.path):
@@ -164,6 +165,8 @@ class PermissionGate:
         await ctx.show(display)
 
     async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
+        from acp_hermes.risk import assess_command, command_keys
+
         risk = assess_command(command, home=self.home, roots=ctx.roots)
         if risk.level == "catastrophic":
             raise PermissionDenied(
@@ -174,7 +177,7 @@ class PermissionGate:
             raise PermissionDenied(PLAN_REFUSAL)
         keys = command_keys(command)
         display = [TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh")]
-        title = f"Run {command}" if len(command) <= 80 else f"Run {command[:79]}…"
+        title = ctx.title or (f"Run {command}" if len(command) <= 80 else f"Run {command[:79]}…")
         rejected = [k for k in keys or () if k in self.session.reject_commands or k in self.project.reject]
         if rejected:
             raise PermissionDenied(f"The user chose to always reject `{rejected[0]}`. " + DECLINED)

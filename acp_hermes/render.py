@@ -33,7 +33,8 @@ _BACKTICK_RUNS = re.compile(r"`{3,}")
 
 def fenced(text: str, info: str = "") -> str:
     """A fenced code block that the text itself cannot close early."""
-    longest = max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=0)
+    # The ``in`` test is a fast C scan; the regex alone cost ~0.1 s over the files of a long session/load.
+    longest = max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=0) if "```" in text else 0
     fence = "`" * max(3, longest + 1)
     body = text if text.endswith("\n") else text + "\n"
     return f"{fence}{info}\n{body}{fence}"

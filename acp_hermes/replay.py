@@ -69,6 +69,7 @@ def _tool_updates(row: MessageRecord) -> Iterator[dict[str, Any]]:
         call_id,
         "completed" if record.get("status") == "completed" else "failed",
         decode_display(record.get("content") or []),
+        raw_output=record.get("rawOutput"),
     )
     update = render_update(started)
     update.update({k: v for k, v in render_update(finished).items() if k not in ("sessionUpdate", "toolCallId")})

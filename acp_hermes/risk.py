@@ -1,10 +1,9 @@
 """How risky a shell command line or a file write is, for the permission gate.
 
-Pure functions of their arguments (no I/O). A small quote-aware shell parser splits a line into
-the simple commands it really runs — across ``;``, ``&&``, ``||``, pipes, ``&``, newlines,
-subshells, ``$( … )``, backticks and process substitutions — and looks through wrappers
-(``sudo``, ``env``, ``timeout``, ``xargs``, ``bash -c '…'``, ``eval`` …) before judging a
-command, so quoting, prefixes and nesting do not hide what runs, and quoted prose
+Pure functions of their arguments (no I/O). Commands are judged on what they really run, as
+``acp_hermes.shell_parse`` finds it: split at ``;``, ``&&``, pipes, subshells and substitutions,
+looked through wrappers (``sudo``, ``env``, ``timeout``, ``xargs``, ``bash -c '…'``, ``eval`` …),
+so quoting, prefixes and nesting do not hide what runs, and quoted prose
 (``git commit -m "rm -rf /"``) is not mistaken for a command.
 
 * ``assess_command`` sorts a line into ``normal``, ``dangerous`` (always ask the user, even
@@ -20,23 +19,33 @@ import os
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from acp_hermes.shell_parse import (
+    READERS,
+    Command,
+    Invocation,
+    Parse,
+    Reader,
+    Word,
+    family,
+    look_through,
+    names,
+    option_value,
+    parse_commands,
+    program_name,
+    program_source,
+    skip_options,
+)
 
 RiskLevel = Literal["normal", "dangerous", "catastrophic"]
 
 _RANK: dict[RiskLevel, int] = {"normal": 0, "dangerous": 1, "catastrophic": 2}
-# Nesting beyond these limits is never needed by a real command, only by an attempt to hide
-# one, so a line that exceeds them is refused rather than half-analysed.
+# Nesting beyond this limit is never needed by a real command, only by an attempt to hide
+# one, so a line that exceeds it is refused rather than half-analysed.
 _MAX_DEPTH = 10  # nested ``bash -c``/``eval`` payloads and runners
-_MAX_NESTING = 40  # nested brackets and substitutions
-_MAX_WRAPPERS = 16
-
-
-def _names(text: str) -> frozenset[str]:
-    """A set of names written as one space-separated string, to keep the tables below compact."""
-    return frozenset(text.split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,761 +56,18 @@ class CommandRisk:
     reasons: tuple[str, ...] = ()
 
 
-# ---------------------------------------------------------------------------------------------
-# Parsing: a command line into the simple commands it runs
-# ---------------------------------------------------------------------------------------------
-
-_OPERATORS = (
-    ";;&", "&>>", "<<<", "<<-",
-    "&&", "||", ";;", ";&", "|&", "&>", ">>", ">|", ">&", "<<", "<&", "<>",
-    ";", "&", "|", "(", ")", "<", ">",
-)  # fmt: skip
-_REDIRECTS = frozenset({"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<<", "<&", "<>", "<", ">"})
-_SEPARATORS = frozenset({";", "\n", "&", "&&", "||", ";;", ";&", ";;&"})
-_WORD_BREAK = frozenset(" \t\r\n;&|()<>")
-_FD_PREFIX = re.compile(r"\d+(?=[<>])")
-_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9?#@*$!-]")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=", re.S)
-_SKIPPED_KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "esac", "!", "}"})
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "'": "'", '"': '"', "\\": "\\"}
-
-
-@dataclass(eq=False)
-class _Word:
-    """One shell word: ``text`` has quotes removed; expansions stay as written (``$HOME``)."""
-
-    text: str = ""
-    quoted: bool = False
-    expands: bool = False
-    substitutions: list[list[_Command]] = field(default_factory=list)
-
-
-@dataclass(eq=False)
-class _Command:
-    """A simple command. ``pipes`` holds (pipeline id, stage) for every pipeline it is part of."""
-
-    pipes: tuple[tuple[int, int], ...]
-    function: str | None
-    words: list[_Word] = field(default_factory=list)
-    redirects: list[tuple[str, _Word]] = field(default_factory=list)
-    background: bool = False
-    heredoc: str = ""
-
-
-@dataclass
-class _Parse:
-    commands: list[_Command] = field(default_factory=list)
-    pipeline_sizes: dict[int, int] = field(default_factory=dict)
-    broken: bool = False  # unbalanced quotes or brackets, stray operators
-    too_deep: bool = False  # nesting beyond _MAX_NESTING; the rest was not parsed
-    nesting: int = 0
-    dynamic: bool = False  # substitutions, here-docs, functions, case: what runs is not all on the line
-    pending_heredocs: list[tuple[_Command, str, bool]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: Literal["word", "op", "eof"]
-    value: str = ""
-    word: _Word | None = None
-
-    def is_op(self, value: str) -> bool:
-        return self.kind == "op" and self.value == value
-
-    def is_keyword(self, value: str) -> bool:
-        word = self.word
-        return word is not None and not word.quoted and not word.expands and word.text == value
-
-
-@dataclass(frozen=True)
-class _Scope:
-    pipes: tuple[tuple[int, int], ...] = ()
-    function: str | None = None
-
-    def at(self, pipeline: int, stage: int) -> _Scope:
-        return _Scope((*self.pipes, (pipeline, stage)), self.function)
-
-
-class _Parser:
-    """Recursive descent over one text; nested substitutions share the same ``_Parse``."""
-
-    def __init__(self, text: str, result: _Parse, pos: int = 0) -> None:
-        self.text = text
-        self.result = result
-        self.pos = pos
-        self._lookahead: _Token | None = None
-
-    # -- tokens --------------------------------------------------------------------------------
-
-    def peek(self) -> _Token:
-        if self._lookahead is None:
-            self._lookahead = self._lex()
-        return self._lookahead
-
-    def take(self) -> _Token:
-        token = self.peek()
-        self._lookahead = None
-        return token
-
-    def _lex(self) -> _Token:
-        text, end = self.text, len(self.text)
-        while self.pos < end:
-            char = text[self.pos]
-            if char in " \t\r":
-                self.pos += 1
-            elif text.startswith("\\\n", self.pos):
-                self.pos += 2
-            elif char == "#":
-                newline = text.find("\n", self.pos)
-                self.pos = end if newline < 0 else newline
-            else:
-                break
-        if self.pos >= end:
-            return _Token("eof")
-        if text[self.pos] == "\n":
-            self.pos += 1
-            self._read_heredocs()
-            return _Token("op", "\n")
-        if text.startswith(("<(", ">("), self.pos):
-            return self._read_word()
-        fd = _FD_PREFIX.match(text, self.pos)
-        start = fd.end() if fd else self.pos
-        for op in _OPERATORS:
-            if text.startswith(op, start):
-                self.pos = start + len(op)
-                return _Token("op", op)
-        return self._read_word()
-
-    def _read_word(self) -> _Token:
-        word = _Word()
-        parts: list[str] = []
-        text, end = self.text, len(self.text)
-        if text.startswith(("<(", ">("), self.pos):
-            start = self.pos
-            self.pos += 1
-            word.substitutions.append(self._substitution())
-            parts.append(text[start : self.pos])
-            word.expands = True
-        while self.pos < end:
-            char = text[self.pos]
-            if char in _WORD_BREAK:
-                break
-            if char == "\\":
-                if not text.startswith("\\\n", self.pos):
-                    parts.append(text[self.pos + 1 : self.pos + 2])
-                    word.quoted = True
-                self.pos += 2
-            elif char == "'":
-                close = text.find("'", self.pos + 1)
-                if close < 0:
-                    self.result.broken = True
-                    close = end
-                parts.append(text[self.pos + 1 : close])
-                self.pos = close + 1
-                word.quoted = True
-            elif char == '"':
-                self._read_double_quoted(word, parts)
-            elif text.startswith("$'", self.pos):
-                self._read_ansi_quoted(word, parts)
-            elif text.startswith('$"', self.pos):
-                self.pos += 1
-                self._read_double_quoted(word, parts)
-            elif not self._read_expansion(word, parts):
-                parts.append(char)
-                self.pos += 1
-        self.pos = min(self.pos, end)
-        word.text = "".join(parts)
-        return _Token("word", word.text, word)
-
-    def _read_double_quoted(self, word: _Word, parts: list[str]) -> None:
-        text, end = self.text, len(self.text)
-        word.quoted = True
-        self.pos += 1
-        while self.pos < end:
-            char = text[self.pos]
-            if char == '"':
-                self.pos += 1
-                return
-            if char == "\\" and self.pos + 1 < end and text[self.pos + 1] in '$`"\\\n':
-                if text[self.pos + 1] != "\n":
-                    parts.append(text[self.pos + 1])
-                self.pos += 2
-            elif char in "$`" and self._read_expansion(word, parts):
-                continue
-            else:
-                parts.append(char)
-                self.pos += 1
-        self.result.broken = True
-
-    def _read_ansi_quoted(self, word: _Word, parts: list[str]) -> None:
-        text, end = self.text, len(self.text)
-        word.quoted = True
-        index = self.pos + 2
-        while index < end and text[index] != "'":
-            if text[index] == "\\" and index + 1 < end:
-                escaped = text[index + 1]
-                parts.append(_ANSI_ESCAPES.get(escaped, "\\" + escaped))
-                index += 2
-            else:
-                parts.append(text[index])
-                index += 1
-        if index >= end:
-            self.result.broken = True
-        self.pos = index + 1
-
-    def _read_expansion(self, word: _Word, parts: list[str]) -> bool:
-        """``$…`` and backquote forms; returns False for a ``$`` that is just a character."""
-        text, start = self.text, self.pos
-        if text.startswith("$((", start):
-            self.pos += 1
-            self._skip_balanced("(", ")")
-        elif text.startswith("$(", start):
-            self.pos += 1
-            word.substitutions.append(self._substitution())
-        elif text.startswith("${", start):
-            self.pos += 1
-            self._skip_balanced("{", "}")
-        elif text.startswith("`", start):
-            body = self._backquoted_body()
-            first = len(self.result.commands)
-            _Parser(body, self.result).nested_list(_Scope())
-            word.substitutions.append(self.result.commands[first:])
-            self.result.dynamic = True
-        else:
-            parameter = _PARAMETER.match(text, start + 1) if text.startswith("$", start) else None
-            if parameter is None:
-                return False
-            self.pos = parameter.end()
-        parts.append(text[start : self.pos])
-        word.expands = True
-        return True
-
-    def _substitution(self) -> list[_Command]:
-        """The commands of the ``( … )`` at ``pos``: they run, so they are analysed like any other."""
-        self.result.dynamic = True
-        first = len(self.result.commands)
-        inner = _Parser(self.text, self.result, self.pos + 1)
-        inner.nested_list(_Scope(), end=")")
-        self.pos = inner.pos
-        return self.result.commands[first:]
-
-    def _skip_balanced(self, opening: str, closing: str) -> None:
-        depth = 0
-        for index in range(self.pos, len(self.text)):
-            char = self.text[index]
-            if char == opening:
-                depth += 1
-            elif char == closing:
-                depth -= 1
-                if depth == 0:
-                    self.pos = index + 1
-                    return
-        self.result.broken = True
-        self.pos = len(self.text)
-
-    def _backquoted_body(self) -> str:
-        text, index, body = self.text, self.pos + 1, []
-        while index < len(text):
-            char = text[index]
-            if char == "\\" and index + 1 < len(text) and text[index + 1] in "$`\\":
-                body.append(text[index + 1])
-                index += 2
-            elif char == "`":
-                self.pos = index + 1
-                return "".join(body)
-            else:
-                body.append(char)
-                index += 1
-        self.result.broken = True
-        self.pos = len(text)
-        return "".join(body)
-
-    def _read_heredocs(self) -> None:
-        text, end = self.text, len(self.text)
-        while self.result.pending_heredocs:
-            command, delimiter, strip_tabs = self.result.pending_heredocs.pop(0)
-            lines = []
-            while self.pos < end:
-                newline = text.find("\n", self.pos)
-                newline = end if newline < 0 else newline
-                line = text[self.pos : newline]
-                self.pos = min(newline + 1, end)
-                if strip_tabs:
-                    line = line.lstrip("\t")
-                if line == delimiter:
-                    break
-                lines.append(line)
-            command.heredoc = "\n".join(lines)
-
-    # -- grammar -------------------------------------------------------------------------------
-
-    def nested_list(self, scope: _Scope, end: str | None = None, *, body: bool = False) -> None:
-        """``parse_list`` (or one function ``body``) one level deeper, bounded so that no input can
-        exhaust the stack; what lies deeper is left unparsed and the line counts as unanalysable."""
-        result = self.result
-        if result.nesting >= _MAX_NESTING:
-            result.broken = result.too_deep = True
-            self.pos, self._lookahead = len(self.text), None
-            return
-        result.nesting += 1
-        try:
-            if body:
-                self._element(scope)
-            else:
-                self.parse_list(scope, end)
-        finally:
-            result.nesting -= 1
-
-    def parse_list(self, scope: _Scope, end: str | None = None) -> None:
-        started = False
-        while True:
-            token = self.peek()
-            if token.kind == "eof":
-                if end is not None:
-                    self.result.broken = True
-                return
-            if token.is_op(")"):
-                self.take()
-                if end == ")":
-                    return
-                self.result.broken = True
-            elif end == "}" and token.is_keyword("}"):
-                self.take()
-                return
-            elif token.kind == "op" and token.value in _SEPARATORS:
-                self.take()
-                if token.value in ("&&", "||") and (not started or self._at_end_of_list()):
-                    self.result.broken = True
-            elif token.kind == "op" and token.value in ("|", "|&"):
-                self.take()
-                self.result.broken = True
-            else:
-                first, before = len(self.result.commands), (self.pos, token)
-                started = True
-                self._pipeline(scope)
-                if (self.pos, self._lookahead) == before:  # nothing consumed: skip the stray token
-                    self.take()
-                    self.result.broken = True
-                if self.peek().is_op("&"):
-                    for command in self.result.commands[first:]:
-                        command.background = True
-
-    def _at_end_of_list(self) -> bool:
-        """After ``&&``, ``||`` or ``|``: skip newlines and tell whether a command is missing."""
-        while self.peek().is_op("\n"):
-            self.take()
-        token = self.peek()
-        return token.kind == "eof" or (token.kind == "op" and token.value in _SEPARATORS | {")", "|", "|&"})
-
-    def _pipeline(self, scope: _Scope) -> None:
-        pipeline = len(self.result.pipeline_sizes)
-        self.result.pipeline_sizes[pipeline] = 1
-        stage = 0
-        self._element(scope.at(pipeline, stage))
-        while self.peek().kind == "op" and self.peek().value in ("|", "|&"):
-            self.take()
-            if self._at_end_of_list():
-                self.result.broken = True
-            stage += 1
-            self.result.pipeline_sizes[pipeline] = stage + 1
-            self._element(scope.at(pipeline, stage))
-
-    def _element(self, scope: _Scope) -> None:
-        token = self.peek()
-        if token.is_op("("):
-            self.take()
-            if self.text.startswith("(", self.pos):  # (( arithmetic ))
-                self.pos -= 1
-                self._skip_balanced("(", ")")
-                return
-            self.nested_list(scope, ")")
-            self._group_redirects(scope)
-        elif token.is_keyword("{"):
-            self.take()
-            self.nested_list(scope, "}")
-            self._group_redirects(scope)
-        else:
-            self._simple_command(scope)
-
-    def _group_redirects(self, scope: _Scope) -> None:
-        if self.peek().kind == "op" and self.peek().value in _REDIRECTS:
-            command = _Command(scope.pipes, scope.function)
-            self.result.commands.append(command)
-            while self.peek().kind == "op" and self.peek().value in _REDIRECTS:
-                self._redirect(command, self.take().value, scope)
-
-    def _simple_command(self, scope: _Scope) -> None:
-        command = _Command(scope.pipes, scope.function)
-        self.result.commands.append(command)
-        while True:
-            token = self.peek()
-            if token.kind == "eof":
-                return
-            if token.kind == "op":
-                if token.value in _REDIRECTS:
-                    self._redirect(command, self.take().value, scope)
-                    continue
-                if token.value != "(":
-                    return
-                self.take()
-                if len(command.words) == 1 and not command.redirects and self.peek().is_op(")"):
-                    self.take()
-                    self.result.commands.remove(command)
-                    self._function(command.words[0].text, scope)
-                    return
-                self.result.broken = True
-                self.nested_list(scope, ")")
-                continue
-            self.take()
-            word = token.word or _Word()
-            self._adopt(word, scope)
-            if not command.words and not command.redirects and not word.quoted and not word.expands:
-                if self._keyword(word.text, command, scope):
-                    return
-                if word.text in _SKIPPED_KEYWORDS or word.text in ("{", "case"):
-                    continue
-            command.words.append(word)
-
-    def _keyword(self, keyword: str, command: _Command, scope: _Scope) -> bool:
-        """Handle a reserved word at command position; True when it ended the command."""
-        if keyword == "{":
-            self.nested_list(scope, "}")
-        elif keyword in ("for", "select"):  # the header names a variable and a word list, runs nothing
-            while self.peek().kind == "word":
-                self._adopt(self.take().word or _Word(), scope)
-            return True
-        elif keyword == "case":
-            self.result.dynamic = True
-            while self.peek().kind == "word" and not self.peek().is_keyword("in"):
-                self._adopt(self.take().word or _Word(), scope)
-            if self.peek().is_keyword("in"):
-                self.take()
-        elif keyword == "function" and self.peek().kind == "word":
-            name = self.take().value
-            if self.peek().is_op("("):
-                self.take()
-                if self.peek().is_op(")"):
-                    self.take()
-            self.result.commands.remove(command)
-            self._function(name, scope)
-            return True
-        return False
-
-    def _function(self, name: str, scope: _Scope) -> None:
-        self.result.dynamic = True
-        while self.peek().is_op("\n"):
-            self.take()
-        self.nested_list(_Scope(scope.pipes, name), body=True)
-
-    def _redirect(self, command: _Command, op: str, scope: _Scope) -> None:
-        token = self.peek()
-        if token.kind != "word" or token.word is None:
-            self.result.broken = True
-            return
-        self.take()
-        self._adopt(token.word, scope)
-        command.redirects.append((op, token.word))
-        if op in ("<<", "<<-"):
-            self.result.pending_heredocs.append((command, token.word.text, op == "<<-"))
-            self.result.dynamic = True
-
-    @staticmethod
-    def _adopt(word: _Word, scope: _Scope) -> None:
-        """Commands substituted into a word run in the enclosing command's pipelines."""
-        for commands in word.substitutions:
-            for command in commands:
-                command.pipes = scope.pipes + command.pipes
-                command.function = command.function or scope.function
-
-
-def _parse(text: str) -> _Parse:
-    result = _Parse()
-    _Parser(text, result).parse_list(_Scope())
-    return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Looking through wrappers
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Wrapper:
-    """A program that runs the command given after its options (and ``operands`` more words)."""
-
-    short_values: str = ""  # short options that take a value
-    long_values: frozenset[str] = frozenset()
-    operands: int = 0
-
-
-def _wrapper(short_values: str = "", long_values: str = "", operands: int = 0) -> _Wrapper:
-    return _Wrapper(short_values, _names(long_values), operands)
-
-
-_WRAPPERS: dict[str, _Wrapper] = {
-    "sudo": _wrapper("CDghpRrTtUu", "--chdir --close-from --group --host --prompt --chroot --role --type --user"),
-    "doas": _wrapper("Cu"),
-    "pkexec": _wrapper("", "--user"),
-    "nohup": _wrapper(),
-    "time": _wrapper("fo", "--format --output"),
-    "nice": _wrapper("n", "--adjustment"),
-    "timeout": _wrapper("ks", "--kill-after --signal", operands=1),
-    "xargs": _wrapper("adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
-    "exec": _wrapper("a"),
-    "command": _wrapper(),
-    "builtin": _wrapper(),
-    "stdbuf": _wrapper("eio", "--input --output --error"),
-    "setsid": _wrapper(),
-    "ionice": _wrapper("cn", "--class --classdata"),
-    "taskset": _wrapper(operands=1),
-    "chrt": _wrapper(operands=1),
-    "unbuffer": _wrapper(),
-    "caffeinate": _wrapper("tw"),
-}
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
-
-
-@dataclass
-class _Invocation:
-    """What a simple command runs once wrappers are looked through."""
-
-    argv: list[_Word] = field(default_factory=list)
-    chain: list[str] = field(default_factory=list)  # every program on the way, outermost first
-    payloads: list[str] = field(default_factory=list)  # shell code handed over as text (bash -c, eval …)
-    too_deep: bool = False  # more wrappers than _MAX_WRAPPERS: what finally runs is unknown
-
-    @property
-    def name(self) -> str:
-        return _program_name(self.argv[0].text) if self.argv else ""
-
-    @property
-    def args(self) -> list[str]:
-        return [word.text for word in self.argv[1:]]
-
-
-def _program_name(text: str) -> str:
-    return posixpath.basename(text).lower()
-
-
-def _look_through(words: Sequence[_Word]) -> _Invocation:
-    invocation = _Invocation()
-    rest = list(words)
-    for _ in range(_MAX_WRAPPERS):
-        while rest and _ASSIGNMENT.match(rest[0].text):
-            rest = rest[1:]
-        if not rest:
-            break
-        name = _program_name(rest[0].text)
-        invocation.chain.append(name)
-        payload: str | None = None
-        if name in _SHELLS:
-            payload = _shell_payload(rest)
-            if payload is None:
-                break
-        elif name == "eval":
-            payload = " ".join(word.text for word in rest[1:])
-        elif name == "su":
-            payload = _option_value([word.text for word in rest[1:]], "-c", "--command") or ""
-        elif name == "watch":
-            start = _skip_options([word.text for word in rest], "n", frozenset({"--interval"}))
-            payload = " ".join(word.text for word in rest[start:])
-        elif name == "env":
-            rest, payload = _env_command(rest)
-        elif name == "command" and any(word.text in ("-v", "-V") for word in rest[1:2]):
-            rest = []  # only asks where a program is
-        elif name in _WRAPPERS:
-            wrapper = _WRAPPERS[name]
-            start = _skip_options([word.text for word in rest], wrapper.short_values, wrapper.long_values)
-            rest = rest[min(start + wrapper.operands, len(rest)) :]
-            continue
-        else:
-            break
-        if payload is not None:
-            if payload.strip():
-                invocation.payloads.append(payload)
-            rest = []
-            break
-    else:
-        invocation.too_deep, rest = True, []
-    invocation.argv = rest
-    return invocation
-
-
-def _skip_options(words: Sequence[str], short_values: str, long_values: frozenset[str]) -> int:
-    """Index of the first operand after ``words[0]``'s options (value-taking ones consume it)."""
-    index = 1
-    while index < len(words):
-        word = words[index]
-        if word == "--":
-            return index + 1
-        if word.startswith("--"):
-            index += 2 if "=" not in word and word in long_values else 1
-            continue
-        if not word.startswith("-") or word == "-":
-            break
-        index += 1
-        for position, flag in enumerate(word[1:], start=1):
-            if flag in short_values:
-                if position == len(word) - 1:
-                    index += 1
-                break
-    return index
-
-
-def _option_value(args: Sequence[str], short: str, long: str) -> str | None:
-    for index, arg in enumerate(args):
-        if arg in (short, long):
-            return args[index + 1] if index + 1 < len(args) else None
-        if arg.startswith(long + "="):
-            return arg[len(long) + 1 :]
-    return None
-
-
-def _shell_payload(words: Sequence[_Word]) -> str | None:
-    """The command string of ``sh -c '…'`` (also ``-lc``, ``-ec``), or None when it runs a script."""
-    has_code = False
-    index = 1
-    while index < len(words):
-        text = words[index].text
-        if text in ("-o", "-O", "+o", "+O", "--rcfile", "--init-file"):
-            index += 2
-        elif text == "--":
-            index += 1
-            break
-        elif text.startswith("--"):
-            index += 1
-        elif len(text) > 1 and text[0] in "-+":
-            has_code = has_code or (text[0] == "-" and "c" in text[1:])
-            index += 1
-        else:
-            break
-    if has_code and index < len(words):
-        return words[index].text
-    return None
-
-
-def _env_command(words: list[_Word]) -> tuple[list[_Word], str | None]:
-    """``env [options] [NAME=value …] command``; ``-S 'cmd args'`` hands over a command string."""
-    index = 1
-    while index < len(words):
-        text = words[index].text
-        if text == "--":
-            index += 1
-            break
-        if text.startswith(("-S", "--split-string")):
-            attached = text[2:] if text.startswith("-S") else text.partition("=")[2]
-            rest = words[index + 1 :] if attached else words[index + 2 :]
-            value = attached or (words[index + 1].text if index + 1 < len(words) else "")
-            return [], " ".join([value, *(word.text for word in rest)])
-        if text in ("-u", "-C", "--unset", "--chdir"):
-            index += 2
-        elif text.startswith("-"):
-            index += 1
-        else:
-            break
-    return words[index:], None
-
-
-# ---------------------------------------------------------------------------------------------
-# Interpreters: where they read their program from
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Reader:
-    code: str = ""  # short options whose argument is the program or a module (python -c, -m)
-    values: str = ""  # short options that take a value
-    long_code: frozenset[str] = frozenset()
-    long_values: frozenset[str] = frozenset()
-    stdin: str = ""  # short options that read the program from stdin (sh -s)
-
-
-@dataclass(frozen=True)
-class _Source:
-    """Where an interpreter's program comes from: stdin, a script, or a code/module option."""
-
-    kind: Literal["stdin", "script", "option"]
-    flag: str = ""
-    value: str = ""
-    after: int = 0  # index in the arguments of the first one after ``value``
-
-
-_READERS: dict[str, _Reader] = {
-    "sh": _Reader(code="c", values="oO", long_values=frozenset({"--rcfile", "--init-file"}), stdin="s"),
-    "python": _Reader(code="cm", values="WX"),
-    "perl": _Reader(code="eE", values="I"),
-    "ruby": _Reader(code="e", values="rI"),
-    "node": _Reader(
-        code="ep",
-        values="r",
-        long_code=frozenset({"--eval", "--print"}),
-        long_values=frozenset({"--require", "--import", "--loader", "--experimental-loader", "--input-type"}),
-    ),
-    "php": _Reader(code="rf", values="dc"),
-    "lua": _Reader(code="e", values="l"),
-    "source": _Reader(),
-}
-_PYTHON = re.compile(r"python[0-9.]*|pypy[0-9.]*|py")
-
-
-def _family(name: str) -> str:
-    if _PYTHON.fullmatch(name):
-        return "python"
-    if name in _SHELLS:
-        return "sh"
-    if name == ".":
-        return "source"
-    return {"nodejs": "node"}.get(name, name)
-
-
-def _program_source(reader: _Reader, args: Sequence[str]) -> _Source:
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg in ("-", "/dev/stdin"):
-            return _Source("stdin")
-        if arg == "--":
-            index += 1
-            break
-        if arg.startswith("--"):
-            name, has_value, value = arg.partition("=")
-            if name in reader.long_code:
-                if has_value:
-                    return _Source("option", name, value, index + 1)
-                return _Source("option", name, args[index + 1] if index + 1 < len(args) else "", index + 2)
-            index += 2 if name in reader.long_values and not has_value else 1
-            continue
-        if len(arg) > 1 and arg[0] in "-+":
-            index += 1
-            for position, letter in enumerate(arg[1:], start=1):
-                attached = arg[position + 1 :]
-                if arg[0] == "-" and letter in reader.code:
-                    if attached:
-                        return _Source("option", f"-{letter}", attached, index)
-                    return _Source("option", f"-{letter}", args[index] if index < len(args) else "", index + 1)
-                if letter in reader.stdin:
-                    return _Source("stdin")
-                if letter in reader.values:
-                    if not attached:
-                        index += 1
-                    break
-            continue
-        break
-    if index < len(args) and args[index] not in ("-", "/dev/stdin"):
-        return _Source("script", value=args[index], after=index + 1)
-    return _Source("stdin")
 
 
 # ---------------------------------------------------------------------------------------------
 # Paths
 # ---------------------------------------------------------------------------------------------
 
-_SYSTEM_DIRS = _names(
+_SYSTEM_DIRS = names(
     "bin boot dev etc home lib lib32 lib64 libx32 media mnt nix opt private proc root run sbin snap "
     "srv sys usr var Applications Library System Users"
 )
-_PROFILE_NAMES = _names(
+_PROFILE_NAMES = names(
     ".bashrc .bash_profile .bash_login .bash_logout .profile .zshrc .zprofile .zshenv .zlogin .zlogout"
 )
 _RAW_DISK = re.compile(
@@ -918,7 +184,7 @@ class _Call:
     """One program invocation under inspection."""
 
     name: str
-    words: list[_Word]
+    words: list[Word]
     env: _Env
     findings: _Findings
     depth: int
@@ -950,10 +216,10 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
     if depth > _MAX_DEPTH:
         findings.catastrophic(_TOO_DEEP)
         return
-    parse = _parse(text)
+    parse = parse_commands(text)
     if parse.too_deep:
         findings.catastrophic(_TOO_DEEP)
-    analysed = [(command, _look_through(command.words)) for command in parse.commands]
+    analysed = [(command, look_through(command.words)) for command in parse.commands]
     for command, invocation in analysed:
         if invocation.too_deep:
             findings.catastrophic(_TOO_DEEP)
@@ -973,16 +239,16 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
     _assess_sql(analysed, findings)
 
 
-def _assess_argv(words: list[_Word], env: _Env, findings: _Findings, depth: int) -> None:
+def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) -> None:
     if depth > _MAX_DEPTH:
         findings.catastrophic(_TOO_DEEP)
         return
-    name = _program_name(words[0].text)
+    name = program_name(words[0].text)
     call = _Call(name, words, env, findings, depth)
-    if _family(name) == "python":
-        source = _program_source(_READERS["python"], call.args)
+    if family(name) == "python":
+        source = program_source(READERS["python"], call.args)
         if source.flag == "-m" and source.value:
-            _assess_argv([_Word(source.value), *words[1 + source.after :]], env, findings, depth + 1)
+            _assess_argv([Word(source.value), *words[1 + source.after :]], env, findings, depth + 1)
         return
     runner = _runner_split(words)
     if runner is not None and runner[1]:
@@ -994,7 +260,7 @@ def _assess_argv(words: list[_Word], env: _Env, findings: _Findings, depth: int)
         check(call)
 
 
-def _written_files(command: _Command) -> Iterator[str]:
+def _written_files(command: Command) -> Iterator[str]:
     for op, target in command.redirects:
         if op not in (">", ">>", ">|", "&>", "&>>", "<>", ">&"):
             continue
@@ -1019,44 +285,44 @@ _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh"})
 _CODE_RUNNERS = frozenset({"sh", "python", "perl", "ruby", "node", "php", "lua", "source", "eval"})
 
 
-def _runs_downloaded_code(command: _Command, invocation: _Invocation) -> bool:
+def _runs_downloaded_code(command: Command, invocation: Invocation) -> bool:
     """``bash <(curl …)``, ``sh -c "$(curl …)"``, ``eval "$(wget -O- …)"`` and the like."""
-    if not any(_family(name) in _CODE_RUNNERS for name in invocation.chain):
+    if not any(family(name) in _CODE_RUNNERS for name in invocation.chain):
         return False
     return any(
-        _look_through(inner.words).name in _DOWNLOADERS
+        look_through(inner.words).name in _DOWNLOADERS
         for word in command.words
         for commands in word.substitutions
         for inner in commands
     )
 
 
-def _shell_input(command: _Command, invocation: _Invocation) -> list[str]:
+def _shell_input(command: Command, invocation: Invocation) -> list[str]:
     """Here-documents and here-strings a shell reads its commands from (``bash <<EOF``)."""
-    if _family(invocation.name) != "sh" or not _reads_program_from_stdin(invocation):
+    if family(invocation.name) != "sh" or not _reads_program_from_stdin(invocation):
         return []
     return [command.heredoc, *(target.text for op, target in command.redirects if op == "<<<")]
 
 
-def _reads_program_from_stdin(invocation: _Invocation) -> bool:
-    reader = _READERS.get(_family(invocation.name))
-    return reader is not None and _program_source(reader, invocation.args).kind == "stdin"
+def _reads_program_from_stdin(invocation: Invocation) -> bool:
+    reader = READERS.get(family(invocation.name))
+    return reader is not None and program_source(reader, invocation.args).kind == "stdin"
 
 
-def _upstream(first: _Command, second: _Command) -> bool:
+def _upstream(first: Command, second: Command) -> bool:
     """Whether ``first`` feeds ``second`` through a pipe."""
     stages = dict(first.pipes)
     return any(pipeline in stages and stages[pipeline] < stage for pipeline, stage in second.pipes)
 
 
-def _assess_downloads_piped(analysed: list[tuple[_Command, _Invocation]], findings: _Findings) -> None:
+def _assess_downloads_piped(analysed: list[tuple[Command, Invocation]], findings: _Findings) -> None:
     downloads = [command for command, invocation in analysed if invocation.name in _DOWNLOADERS]
     for command, invocation in analysed:
         if _reads_program_from_stdin(invocation) and any(_upstream(download, command) for download in downloads):
             findings.dangerous(f"pipes a download into {invocation.name}")
 
 
-def _assess_fork_bombs(parse: _Parse, findings: _Findings) -> None:
+def _assess_fork_bombs(parse: Parse, findings: _Findings) -> None:
     """A function that calls itself in a pipeline or in the background multiplies forever."""
     for command in parse.commands:
         name = command.function
@@ -1068,7 +334,7 @@ def _assess_fork_bombs(parse: _Parse, findings: _Findings) -> None:
 
 # Programs that only print, search or record text: SQL in their arguments is data, unless
 # their output is piped into something that may execute it.
-_TEXT_ONLY = _names("echo printf cat tee grep egrep fgrep rg ag ack sed git gh glab head tail less diff wc true :")
+_TEXT_ONLY = names("echo printf cat tee grep egrep fgrep rg ag ack sed git gh glab head tail less diff wc true :")
 _SQL_DROP = re.compile(r"\bdrop\s+(?:temporary\s+)?(table|database|schema)\b", re.I)
 _SQL_TRUNCATE = re.compile(r"\btruncate\s+(?:table\s+)?(?:only\s+)?[\w\"`\[]", re.I)
 _SQL_UNFILTERED = (
@@ -1095,7 +361,7 @@ def _sql_reasons(text: str) -> Iterator[str]:
         yield "drops a MongoDB database"
 
 
-def _assess_sql(analysed: list[tuple[_Command, _Invocation]], findings: _Findings) -> None:
+def _assess_sql(analysed: list[tuple[Command, Invocation]], findings: _Findings) -> None:
     for command, invocation in analysed:
         if invocation.payloads:
             continue  # the payload was analysed as commands of its own
@@ -1176,7 +442,7 @@ _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _DELETERS = frozenset({"rm", "rmdir", "unlink", "shred"})
 
 
-def _find_actions(words: Sequence[_Word]) -> Iterator[list[_Word]]:
+def _find_actions(words: Sequence[Word]) -> Iterator[list[Word]]:
     """The commands ``find -exec … ;`` runs."""
     index = 1
     while index < len(words):
@@ -1196,7 +462,7 @@ def _check_find(call: _Call) -> None:
     deletes = "-delete" in args
     for action in _find_actions(call.words):
         _assess_argv(action, call.env, call.findings, call.depth + 1)
-        deletes = deletes or _program_name(action[0].text) in _DELETERS
+        deletes = deletes or program_name(action[0].text) in _DELETERS
     if not deletes:
         return
     index = 0
@@ -1299,7 +565,7 @@ def _check_copy(call: _Call) -> None:
     if call.name == "tee":
         targets = operands
     else:
-        directory = _option_value(call.args, "-t", "--target-directory")
+        directory = option_value(call.args, "-t", "--target-directory")
         targets = [directory] if directory else operands[-1:]
         if call.name == "mv":
             sources = operands if directory else operands[:-1]
@@ -1495,7 +761,7 @@ class _Subcommands:
 
 
 def _sub(depth: int = 1, nested: str = "", runs: str = "", options: str = "", targets: bool = False) -> _Subcommands:
-    return _Subcommands(depth, _names(nested), _names(runs), _names(options), targets)
+    return _Subcommands(depth, names(nested), names(runs), names(options), targets)
 
 
 _DOCKER_GROUPS = "compose container image network volume system builder buildx context plugin swarm node service stack"
@@ -1554,7 +820,7 @@ _SUBCOMMANDS: dict[str, _Subcommands] = {
     **dict.fromkeys(("mvn", "mvnw"), _sub(targets=True, options="-f --file -s --settings -pl --projects -P -T")),
     **dict.fromkeys(("gradle", "gradlew"), _sub(targets=True, options="-p --project-dir -x --exclude-task")),
     **dict.fromkeys(
-        _names(
+        names(
             "pip pip3 cargo apt apt-get dnf yum zypper apk snap flatpak port winget choco scoop rails mix gem "
             "composer ruff pre-commit alembic django-admin nx tmux svn hg jj bazel bazelisk heroku fly flyctl "
             "vercel netlify firebase wrangler asdf pyenv nvm corepack volta stack cabal zig meson cdk vagrant "
@@ -1569,7 +835,7 @@ _RUNNER_PROGRAMS: dict[str, frozenset[str]] = {
     "bunx": frozenset({"-p", "--package"}),
     "uvx": frozenset({"--from", "--with", "--python", "-p"}),
 }
-_RUNNER_OPTIONS = _names(
+_RUNNER_OPTIONS = names(
     "-p --package --from --with --python --with-requirements -n --name --prefix --env-file -e --env"
 )
 _GLOB = re.compile(r"[*?\[]")
@@ -1584,12 +850,12 @@ def _display_name(program: str) -> str:
     return posixpath.basename(program) if parent in _BIN_DIRS else program
 
 
-def _runner_split(words: Sequence[_Word]) -> tuple[list[str], list[_Word]] | None:
+def _runner_split(words: Sequence[Word]) -> tuple[list[str], list[Word]] | None:
     """Split ``uv run --with x pytest -q`` into (["uv", "run"], words of ``pytest -q``)."""
-    name = _program_name(words[0].text)
+    name = program_name(words[0].text)
     args = [word.text for word in words]
     if name in _RUNNER_PROGRAMS:
-        start = _skip_options(args, "", _RUNNER_PROGRAMS[name] | _RUNNER_OPTIONS)
+        start = skip_options(args, "", _RUNNER_PROGRAMS[name] | _RUNNER_OPTIONS)
         return [_display_name(words[0].text)], list(words[start:])
     spec = _SUBCOMMANDS.get(name)
     if spec is None or not spec.runs:
@@ -1598,7 +864,7 @@ def _runner_split(words: Sequence[_Word]) -> tuple[list[str], list[_Word]] | Non
     if sub not in spec.runs:
         return None
     position = args.index(sub, 1)
-    start = position + _skip_options(args[position:], "", _RUNNER_OPTIONS)
+    start = position + skip_options(args[position:], "", _RUNNER_OPTIONS)
     return [_display_name(words[0].text), sub], list(words[start:])
 
 
@@ -1623,12 +889,12 @@ def command_keys(command: str) -> tuple[str, ...] | None:
 def _line_keys(text: str, depth: int) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
-    parse = _parse(text)
+    parse = parse_commands(text)
     if parse.broken or parse.dynamic:
         return None
     keys: list[str] = []
     for command in parse.commands:
-        invocation = _look_through(command.words)
+        invocation = look_through(command.words)
         if "eval" in invocation.chain or invocation.too_deep:
             return None
         for payload in invocation.payloads:
@@ -1648,14 +914,14 @@ def _line_keys(text: str, depth: int) -> list[str] | None:
     return keys
 
 
-def _argv_keys(words: Sequence[_Word], depth: int) -> list[str] | None:
+def _argv_keys(words: Sequence[Word], depth: int) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
     program = words[0]
     if program.expands or not program.text or (_GLOB.search(program.text) and program.text not in ("[", "[[")):
         return None
-    display, name = _display_name(program.text), _program_name(program.text)
-    reader = _READERS.get(_family(name))
+    display, name = _display_name(program.text), program_name(program.text)
+    reader = READERS.get(family(name))
     if reader is not None:
         return _interpreter_keys(display, name, words, reader, depth)
     runner = _runner_split(words)
@@ -1677,14 +943,14 @@ def _argv_keys(words: Sequence[_Word], depth: int) -> list[str] | None:
     return [display] if spec is None else _subcommand_keys(display, [word.text for word in words[1:]], spec)
 
 
-def _interpreter_keys(display: str, name: str, words: Sequence[_Word], reader: _Reader, depth: int) -> list[str] | None:
-    source = _program_source(reader, [word.text for word in words[1:]])
+def _interpreter_keys(display: str, name: str, words: Sequence[Word], reader: Reader, depth: int) -> list[str] | None:
+    source = program_source(reader, [word.text for word in words[1:]])
     if source.kind == "stdin":
         return [display]
     if source.kind == "script":
         return [f"{display} {source.value}"]
-    if _family(name) == "python" and source.flag == "-m" and source.value:
-        inner = _argv_keys([_Word(source.value), *words[1 + source.after :]], depth + 1)
+    if family(name) == "python" and source.flag == "-m" and source.value:
+        inner = _argv_keys([Word(source.value), *words[1 + source.after :]], depth + 1)
         return None if inner is None else [f"{display} -m {key}" for key in inner]
     return [f"{display} {source.flag}"]
 

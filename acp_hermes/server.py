@@ -10,28 +10,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Coroutine, Sequence
+import uuid
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from acp import RequestError
 
 from acp_hermes import __version__
 from acp_hermes.config import ConfigError, Paths, Settings, load_settings
 from acp_hermes.editor import ClientAbilities
 from acp_hermes.events import Display, Event, ToolKind
-from acp_hermes.options import InvalidOption, config_options, session_modes
+from acp_hermes.options import InvalidOption, SessionChoices, config_options, session_modes
 from acp_hermes.render import render_update, tool_content
 from acp_hermes.session import Runtime, Session, SessionFactoryArgs, SessionManager, SessionNotFoundError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from acp.connection import Connection
 
+    from acp_hermes.wire import StdioTransport
+    from memory.session_db import SessionDB
     from tools.registry import ToolContext
 
 log = logging.getLogger(__name__)
 
 RESOURCE_NOT_FOUND = -32002
+INTERNAL_ERROR = -32603
 AUTH_METHOD_KEY = "anthropic-api-key"
 AUTH_METHOD_SETUP = "acp-hermes-setup"
 
@@ -59,6 +66,14 @@ class ClientLink:
 
     async def update(self, session_id: str, update: dict[str, Any]) -> None:
         await self.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def updates(self, session_id: str, updates: Iterable[dict[str, Any]]) -> None:
+        """Many ``session/update``s in a few large writes (a session/load replays thousands)."""
+        transport: StdioTransport = self._connection._transport  # ours, from cli._serve (pinned SDK)
+        await transport.send_notifications(
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+            for update in updates
+        )
 
 
 class SessionUpdates:
@@ -116,10 +131,11 @@ class PermissionRequests:
 class HermesAgent:
     """Handlers for every ACP method acp-hermes supports."""
 
-    def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None) -> None:
+    def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None,
+                 db_opening: Future[SessionDB] | None = None) -> None:
         self._paths = paths
         self._config_error = config_error
-        self.runtime = Runtime(settings or Settings(), paths)
+        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening)
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None
         self._terminal_auth = False
@@ -246,7 +262,8 @@ class HermesAgent:
         if self._config_error is not None or not self._settings().has_api_key:
             self._reload_settings()
         if self._config_error is not None:
-            raise RequestError.internal_error({"details": f"configuration error: {self._config_error}"})
+            message = f"acp-hermes configuration error: {self._config_error}"  # clients show the message
+            raise RequestError(INTERNAL_ERROR, message, {"details": message})
         if not self._settings().has_api_key:
             raise RequestError.auth_required(
                 {"details": "No Anthropic API key: set ANTHROPIC_API_KEY or run `acp-hermes setup`.",
@@ -274,17 +291,21 @@ class HermesAgent:
         return paths[0], tuple(paths[1:])
 
     def _session_state(self, session: Session) -> dict[str, Any]:
+        return self._choices_state(session.choices)
+
+    def _choices_state(self, choices: SessionChoices) -> dict[str, Any]:
         return {
-            "modes": session_modes(session.choices),
-            "configOptions": config_options(session.choices, self._settings()),
+            "modes": session_modes(choices),
+            "configOptions": config_options(choices, self._settings()),
         }
 
     def _after_open(self, session: Session) -> None:
         """What a client expects right after a session appears: commands, usage; warm imports."""
         session.on_first_exchange = self._name_session
-        from acp_hermes.commands import available_commands_update
 
         async def announce() -> None:
+            from acp_hermes.commands import available_commands_update
+
             await self.link.update(session.id, available_commands_update())
             await session.report_usage()
 
@@ -297,10 +318,26 @@ class HermesAgent:
         self._require_ready()
         if mcp_servers:
             log.info("ignoring %d MCP server(s): MCP is not supported yet", len(mcp_servers))
-        session = self.manager.create(root, extra)
+        self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails session/new itself
+        session_id = str(uuid.uuid4())
+        self.spawn(self._create(session_id, root, extra))
+        return {"sessionId": session_id, **self._choices_state(self.manager.new_choices())}
+
+    async def _create(self, session_id: str, root: Path, extra: tuple[Path, ...]) -> None:
+        """Build and store a new session just after session/new has answered.
+
+        Building means reading SOUL.md, memory and context files, scanning them for injection
+        and storing the frozen system prompt (tens of ms with a big AGENTS.md): none of that has
+        to delay the answer. This coroutine never awaits, so it runs whole, before the handler of
+        any request that comes after session/new: every such request finds the session ready.
+        """
+        try:
+            session = self.manager.create(root, extra, session_id)
+        except Exception:
+            log.exception("session %s could not be created in %s: requests for it will not find it", session_id, root)
+            return
         log.info("session %s created in %s", session.id, root)
         self._after_open(session)
-        return {"sessionId": session.id, **self._session_state(session)}
 
     def _restore(self, session_id: str, cwd: str, additional: list[str] | None) -> Session:
         root, extra = self._workspace(cwd, additional)
@@ -312,12 +349,18 @@ class HermesAgent:
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
-        session = self._restore(session_id, cwd, additional_directories)
+        root, extra = self._workspace(cwd, additional_directories)
+        self._require_ready()
+        # One read serves both the history and the replay (5,000 messages take ~0.1 s to read),
+        # and it runs off the event loop so other sessions keep streaming meanwhile.
+        rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
+        try:
+            session = self.manager.restore(session_id, root, extra, rows)
+        except SessionNotFoundError:
+            raise not_found(session_id) from None
         from acp_hermes.replay import replay_updates
 
-        rows = self.runtime.db.messages(session.id)
-        for update in replay_updates(rows):
-            await self.link.update(session.id, update)
+        await self.link.updates(session.id, replay_updates(rows))
         if session.title:
             await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
         self._after_open(session)
@@ -338,6 +381,8 @@ class HermesAgent:
         except SessionNotFoundError:
             raise not_found(session_id) from None
         self._after_open(session)
+        if session.title:
+            self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
         return {"sessionId": session.id, **self._session_state(session)}
 
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -425,11 +470,19 @@ class HermesAgent:
 
 
 async def _warm_up() -> None:
-    """Import the model SDK and the schema validator off the event loop, before the first prompt."""
+    """Import what a turn needs (model SDK, schema validator, loop, tools) off the event loop,
+    before the first prompt: none of it is needed to answer initialize or session/new."""
     import anyio
 
     def load() -> None:
         import anthropic  # noqa: F401
         import jsonschema  # noqa: F401
+
+        import acp_hermes.content
+        import acp_hermes.loop
+        import acp_hermes.risk  # noqa: F401
+        from tools import core_tools
+
+        core_tools()
 
     await anyio.to_thread.run_sync(load)

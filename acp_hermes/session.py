@@ -8,9 +8,11 @@ prompt queued before it, which all return ``cancelled``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,11 +21,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes.config import Paths, Settings
-from acp_hermes.content import convert_prompt
 from acp_hermes.editor import ClientAbilities, ClientEditor, Requester
 from acp_hermes.events import Event, EventSink, UsageReported
 from acp_hermes.hints import SubdirectoryHintTracker
-from acp_hermes.loop import AgentLoop, StopReason, TurnSettings
 from acp_hermes.options import SessionChoices, apply_choice, parse_mode
 from acp_hermes.permissions import Asker, Mode, PermissionGate, ProjectGrants
 from acp_hermes.pricing import Usage, context_window, cost_usd, price_of
@@ -32,8 +32,11 @@ from acp_hermes.transcript import Transcript, history_from_rows
 from tools.registry import ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from acp_hermes.llm import AnthropicProvider
-    from memory.session_db import SessionDB, SessionRecord
+    from acp_hermes.loop import StopReason, TurnSettings
+    from memory.session_db import MessageRecord, SessionDB, SessionRecord
     from memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -55,9 +58,11 @@ class Runtime:
     settings: Settings
     paths: Paths
     abilities: ClientAbilities = field(default_factory=ClientAbilities)
+    db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
     _provider: AnthropicProvider | None = None
     _registry: ToolRegistry | None = None
     _db: SessionDB | None = None
+    _db_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _memory: MemoryStore | None = None
 
     @property
@@ -77,12 +82,25 @@ class Runtime:
         return self._registry
 
     @property
-    def db(self) -> SessionDB:
-        if self._db is None:
-            from memory.session_db import SessionDB
+    def tool_names(self) -> frozenset[str]:
+        """The tools' names without building the registry, which imports every tool module."""
+        from tools import CORE_TOOL_NAMES
 
-            self._db = SessionDB(self.paths.state_db)
-        return self._db
+        return frozenset(CORE_TOOL_NAMES)
+
+    @property
+    def db(self) -> SessionDB:
+        """The SessionDB: the one opened since start-up, or opened now (also when that failed)."""
+        with self._db_lock:
+            if self._db is None:
+                opening, self.db_opening = self.db_opening, None
+                if opening is not None:
+                    self._db = opening.result()
+                else:
+                    from memory.session_db import SessionDB
+
+                    self._db = SessionDB(self.paths.state_db)
+            return self._db
 
     @property
     def memory(self) -> MemoryStore:
@@ -94,12 +112,39 @@ class Runtime:
             )
         return self._memory
 
+    def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
+        """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""
+        from memory.session_db import SessionNotFound
+
+        price = price_of(model, self.settings)
+        cost = cost_usd(usage, price, self.settings.cache_ttl) if price is not None else 0.0
+        with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing left to charge
+            self.db.add_usage(
+                session_id,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost_usd=cost,
+                api_calls=api_calls,
+            )
+
     def services(self) -> dict[str, Any]:
-        return {"memory": self.memory, "db": self.db, "provider": self.provider, "settings": self.settings}
+        return {
+            "memory": self.memory,
+            "db": self.db,
+            "provider": self.provider,
+            "settings": self.settings,
+            "record_usage": self.record_usage,
+        }
 
     async def aclose(self) -> None:
         if self._provider is not None:
             await self._provider.aclose()
+        opening, self.db_opening = self.db_opening, None
+        if opening is not None and self._db is None:
+            with contextlib.suppress(Exception):  # opening failed: nothing to close
+                self._db = await anyio.to_thread.run_sync(opening.result)
         if self._db is not None:
             self._db.close()
 
@@ -121,7 +166,6 @@ class Session:
         sink: EventSink,
         asker: Asker,
         title: str | None = None,
-        cost_so_far: float = 0.0,
     ) -> None:
         self.id = session_id
         self.cwd = cwd
@@ -130,7 +174,6 @@ class Session:
         self.system_prompt = system_prompt
         self.transcript = transcript
         self.title = title
-        self.cost_usd = cost_so_far
         self.last_context_tokens = 0
         self._runtime = runtime
         self._sink = sink
@@ -144,7 +187,7 @@ class Session:
         )
         self.scratch: dict[str, Any] = {}
         self._hints = SubdirectoryHintTracker(cwd, additional_directories)
-        self._turn_lock = anyio.Lock()
+        self._turn_lock: anyio.Lock | None = None  # made by the first prompt: session/new need not load anyio's backend
         self._cancel_epoch = 0
         self._scope: anyio.CancelScope | None = None
         self.closed = False
@@ -169,9 +212,10 @@ class Session:
             self.id, mode=self.choices.mode.value, model=self.choices.model, model_config=self.choices.as_config()
         )
 
-    def _tool_context(self, call_id: str, sink: EventSink) -> ToolContext:
+    def _tool_context(self, call_id: str, title: str, sink: EventSink) -> ToolContext:
         return ToolContext(
             call_id=call_id,
+            title=title,
             session_id=self.id,
             cwd=self.cwd,
             roots=self.roots,
@@ -183,6 +227,8 @@ class Session:
         )
 
     def _turn_settings(self) -> TurnSettings:
+        from acp_hermes.loop import TurnSettings
+
         settings = self._runtime.settings
         level = self.choices.thought_level
         return TurnSettings(
@@ -196,12 +242,18 @@ class Session:
     async def prompt(self, blocks: list[dict[str, Any]]) -> StopReason:
         """Run one prompt to its end; queued behind a running turn if there is one."""
         epoch = self._cancel_epoch
+        if self._turn_lock is None:
+            self._turn_lock = anyio.Lock()
         async with self._turn_lock:
             if epoch != self._cancel_epoch or self.closed:
                 return "cancelled"
             return await self._run(blocks)
 
     async def _run(self, blocks: list[dict[str, Any]]) -> StopReason:
+        # Only turns need these; server._warm_up loads them right after session/new.
+        from acp_hermes.content import convert_prompt
+        from acp_hermes.loop import AgentLoop
+
         converted = await anyio.to_thread.run_sync(convert_prompt, blocks, self.cwd)
         content = list(converted.content)
         if self.choices.mode is Mode.PLAN:
@@ -218,15 +270,14 @@ class Session:
             hints=self._hints,
         )
         stop: StopReason = "cancelled"
-        result = None
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
-                result = await loop.run_turn(content, converted.plain_text, blocks, self._turn_settings())
-                stop = result.stop_reason
+                stop = (await loop.run_turn(content, converted.plain_text, blocks, self._turn_settings())).stop_reason
             finally:
                 self._scope = None
-        if result is not None and result.model_calls:
+        result = loop.result  # also what a cancelled turn used before it stopped
+        if result.model_calls:
             await self._account(result.usage, result.model_calls, result.context_tokens)
         await self.report_usage()
         if first_exchange and stop != "cancelled" and self.on_first_exchange is not None:
@@ -235,34 +286,24 @@ class Session:
         return stop
 
     async def _account(self, usage: Usage, model_calls: int, context_tokens: int) -> None:
-        settings = self._runtime.settings
-        price = price_of(self.choices.model, settings)
-        cost = cost_usd(usage, price, settings.cache_ttl) if price is not None else 0.0
-        self.cost_usd += cost
         self.last_context_tokens = context_tokens
-
-        def write() -> None:
-            self._runtime.db.add_usage(
-                self.id,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=usage.cache_read_tokens,
-                cache_write_tokens=usage.cache_write_tokens,
-                cost_usd=cost,
-                api_calls=model_calls,
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(
+                self._runtime.record_usage, self.id, self.choices.model, usage, model_calls
             )
 
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(write)
-
     async def report_usage(self) -> None:
+        """``usage_update``: context used against the window, and the session's cost so far."""
         settings = self._runtime.settings
-        known = price_of(self.choices.model, settings) is not None
+        cost = None
+        if price_of(self.choices.model, settings) is not None:
+            record = await anyio.to_thread.run_sync(self._runtime.db.get_session, self.id)
+            cost = record.estimated_cost_usd if record is not None else 0.0
         await self._sink.emit(
             UsageReported(
                 used=self.last_context_tokens,
                 size=context_window(self.choices.model, settings),
-                cost_usd=self.cost_usd if known else None,
+                cost_usd=cost,
             )
         )
 
@@ -302,7 +343,7 @@ class SessionManager:
         return session
 
     def _build(
-        self, record: SessionRecord, messages: list[dict[str, Any]], cwd: Path, extra: tuple[Path, ...]
+        self, record: SessionRecord, rows: Sequence[MessageRecord], cwd: Path, extra: tuple[Path, ...]
     ) -> Session:
         settings = self.runtime.settings
         config = record.model_config or {}
@@ -317,14 +358,14 @@ class SessionManager:
             additional_directories=extra,
             choices=choices,
             system_prompt=record.system_prompt or "",
-            transcript=Transcript(record.id, self.runtime.db, messages),
+            transcript=Transcript(record.id, self.runtime.db, history_from_rows(rows)),
             runtime=self.runtime,
             client=self._wiring.client,
             sink=self._wiring.sink_for(record.id),
             asker=self._wiring.asker_for(record.id),
             title=record.title,
-            cost_so_far=record.estimated_cost_usd,
         )
+        _restore_tool_state(session.scratch, rows)
         self._live[record.id] = session
         return session
 
@@ -339,38 +380,49 @@ class SessionManager:
                 system_message=settings.system_message,
                 memory_block=self.runtime.memory.snapshot().render(),
                 skills_index="",
-                tool_names=frozenset(self.runtime.registry.names),
+                tool_names=self.runtime.tool_names,
                 context_file_max_chars=settings.context_file_max_chars,
                 additional_directories=extra,
             )
         )
 
-    def create(self, cwd: Path, extra: tuple[Path, ...]) -> Session:
+    def new_choices(self) -> SessionChoices:
+        """What a new session starts with: known before create() has built and stored it."""
         settings = self.runtime.settings
-        session_id = str(uuid.uuid4())
+        return SessionChoices(mode=Mode(settings.default_mode), model=settings.model,
+                              thought_level=settings.thought_level)
+
+    def create(self, cwd: Path, extra: tuple[Path, ...], session_id: str | None = None) -> Session:
+        """Build the session's frozen system prompt and store it with the new session."""
+        session_id = session_id or str(uuid.uuid4())
+        choices = self.new_choices()
         record = self.runtime.db.create_session(
             session_id,
             cwd=str(cwd),
-            model=settings.model,
-            mode=settings.default_mode,
-            model_config={"thought_level": settings.thought_level},
+            model=choices.model,
+            mode=choices.mode.value,
+            model_config=choices.as_config(),
             system_prompt=self.system_prompt(session_id, cwd, extra),
             additional_directories=[str(p) for p in extra],
         )
-        return self._build(record, [], cwd, extra)
+        return self._build(record, (), cwd, extra)
 
-    def restore(self, session_id: str, cwd: Path, extra: tuple[Path, ...]) -> Session:
-        """The live session, or one rebuilt from the SessionDB; unknown ids raise."""
+    def restore(
+        self, session_id: str, cwd: Path, extra: tuple[Path, ...], rows: Sequence[MessageRecord] | None = None
+    ) -> Session:
+        """The live session, or one rebuilt from the SessionDB (from ``rows`` when the caller has
+        already read its messages); unknown ids raise."""
         live = self._live.get(session_id)
         if live is not None:
             return live
         record = self.runtime.db.get_session(session_id)
         if record is None:
             raise SessionNotFoundError(session_id)
-        messages = history_from_rows(self.runtime.db.messages(session_id))
+        if rows is None:
+            rows = self.runtime.db.messages(session_id)
         if str(cwd) != record.cwd:
             self.runtime.db.update_session(session_id, cwd=str(cwd))
-        return self._build(record, messages, cwd, extra)
+        return self._build(record, rows, cwd, extra)
 
     def fork(self, source_id: str, cwd: Path, extra: tuple[Path, ...]) -> Session:
         if source_id in self._live:
@@ -379,14 +431,16 @@ class SessionManager:
                 source_id, mode=source.choices.mode.value, model=source.choices.model,
                 model_config=source.choices.as_config(),
             )
-        if self.runtime.db.get_session(source_id) is None:
+        source_record = self.runtime.db.get_session(source_id)
+        if source_record is None:
             raise SessionNotFoundError(source_id)
         new_id = str(uuid.uuid4())
+        # A fork never has a first exchange of its own to be named after: it starts from the source's name.
+        title = f"{source_record.title} (fork)" if source_record.title else None
         record = self.runtime.db.fork_session(
-            source_id, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra]
+            source_id, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title
         )
-        messages = history_from_rows(self.runtime.db.messages(new_id))
-        return self._build(record, messages, cwd, extra)
+        return self._build(record, self.runtime.db.messages(new_id), cwd, extra)
 
     def close(self, session_id: str) -> None:
         session = self._live.pop(session_id, None)
@@ -402,3 +456,14 @@ class SessionManager:
             session.close()
         if not self.runtime.db.delete_session(session_id) and session is None:
             raise SessionNotFoundError(session_id)
+
+
+def _restore_tool_state(scratch: dict[str, Any], rows: Sequence[MessageRecord]) -> None:
+    """Session-local tool state a reloaded conversation continues with: the todo list."""
+    from tools.todo import restore_todos
+
+    for row in reversed(rows):
+        display = row.display if isinstance(row.display, dict) else {}
+        if row.role == "tool" and row.tool_name == "todo" and display.get("status") == "completed":
+            restore_todos(scratch, display.get("rawOutput"))
+            return

@@ -49,17 +49,25 @@ async def name_session(session: Session, runtime: Runtime) -> None:
     title = fallback_title(user_text)
     with anyio.move_on_after(TITLE_TIMEOUT):
         try:
-            text, _ = await runtime.provider.complete(
-                model=runtime.settings.auxiliary_model,
+            model = runtime.settings.auxiliary_model
+            text, usage = await runtime.provider.complete(
+                model=model,
                 system=TITLE_SYSTEM,
                 prompt=f"Developer: {user_text[:2000]}\n\nAgent: {answer[:1000]}\n\nTitle:",
                 max_tokens=32,
             )
+            await anyio.to_thread.run_sync(runtime.record_usage, session.id, model, usage)
             if text.strip():
                 title = clean_title(text)
         except Exception as exc:
             log.info("title generation failed (%s); using the first user line", exc)
+    from memory.session_db import SessionNotFound
+
+    try:
+        await anyio.to_thread.run_sync(lambda: runtime.db.update_session(session.id, title=title))
+    except SessionNotFound:
+        log.info("session %s was deleted before it got its title", session.id)
+        return
     session.title = title
-    await anyio.to_thread.run_sync(lambda: runtime.db.update_session(session.id, title=title))
     updated = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
     await session.emit(TitleChanged(title, updated))

@@ -8,6 +8,7 @@ replay the conversation exactly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ from acp_hermes.events import Display, Location, PlanEntry, TerminalDisplay, Tex
 
 if TYPE_CHECKING:
     from memory.session_db import MessageRecord, SessionDB
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,7 @@ class ToolOutcome:
     display: tuple[Display, ...]
     locations: tuple[Location, ...]
     plan: tuple[PlanEntry, ...] | None = None
+    raw_output: Any = None
 
     def result_block(self) -> dict[str, Any]:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.call_id, "content": self.text}
@@ -52,6 +56,8 @@ class ToolOutcome:
             "content": encode_display(shown),
             "locations": [{"path": loc.path, "line": loc.line} for loc in self.locations],
         }
+        if self.raw_output is not None:
+            record["rawOutput"] = self.raw_output
         if self.plan is not None:
             record["plan"] = [{"content": e.content, "status": e.status, "priority": e.priority} for e in self.plan]
         return record
@@ -67,7 +73,12 @@ class Transcript:
 
     async def _append_row(self, role: str, content: str, **fields: Any) -> None:
         def write() -> None:
-            self._db.append_message(self.session_id, role, content, **fields)
+            from memory.session_db import SessionNotFound
+
+            try:
+                self._db.append_message(self.session_id, role, content, **fields)
+            except SessionNotFound:  # deleted while its turn was winding down: nowhere to keep it
+                log.info("session %s was deleted; dropped its %s message", self.session_id, role)
 
         with anyio.CancelScope(shield=True):  # a cancel must not lose a finished message
             await anyio.to_thread.run_sync(write)

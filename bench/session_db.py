@@ -48,7 +48,6 @@ TARGET_LIST_MS = 20.0
 TARGET_READ_MS = 300.0
 
 
-
 def _wordlist(text: str) -> list[str]:
     return text.split()
 
@@ -376,6 +375,18 @@ def build_database(path: Path, messages: int, sessions: int, seed: int) -> dict[
 # --- measurements --------------------------------------------------------------------------------
 
 
+def _largest_objects(path: Path) -> str:
+    """Where the bytes are, from SQLite's dbstat table when the build has it."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 5").fetchall()
+    except sqlite3.OperationalError:
+        return "no dbstat in this SQLite build"
+    finally:
+        conn.close()
+    return ", ".join(f"{name} {size / 2**20:.0f}" for name, size in rows)
+
+
 def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     result = action()
@@ -467,7 +478,7 @@ def _run_on(path: Path, args: argparse.Namespace) -> int:
         for stage, seconds in build_database(path, args.messages, args.sessions, args.seed).items():
             print(f"  {stage:<24} {seconds:8.1f} s", flush=True)
     size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-    print(f"database size            {size / 2**20:9.1f} MiB")
+    print(f"database size            {size / 2**20:9.1f} MiB   ({_largest_objects(path)})")
     print(f"noise floor (fixed loop) {noise_floor()}")
 
     opens = []

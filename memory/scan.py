@@ -24,6 +24,7 @@ in the whole text: that check is a single character class and costs next to noth
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -50,7 +51,17 @@ class Finding:
 class _Pattern:
     pattern_id: str
     level: int
-    regex: re.Pattern[str]
+    source: str
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return _compile(self.source)
+
+
+@functools.cache
+def _compile(source: str) -> re.Pattern[str]:
+    """Compiled on first use: all of them take ~15 ms, which server start-up should not pay."""
+    return re.compile(source, re.IGNORECASE)
 
 
 def _words(most: int) -> str:
@@ -60,7 +71,7 @@ def _words(most: int) -> str:
 
 def _pattern(pattern_id: str, scope: Scope, *alternatives: str) -> _Pattern:
     source = "|".join(f"(?:{alternative})" for alternative in alternatives)
-    return _Pattern(pattern_id, _LEVEL[scope], re.compile(source, re.IGNORECASE))
+    return _Pattern(pattern_id, _LEVEL[scope], source)
 
 
 # Building blocks shared by several patterns.

@@ -4,14 +4,15 @@ Each editor window runs its own acp-hermes process and they all write ``state.db
 time, so the design is built around short write transactions: WAL (readers never block the
 writer), ``BEGIN IMMEDIATE`` (a writer takes the write lock up front instead of failing half way),
 a short SQLite busy timeout plus application-level retries with random jitter (several processes
-waiting on one lock do not wake up in lock-step), and a passive checkpoint every few dozen writes
-so the WAL stays small even when another process always has a reader open.
+waiting on one lock do not wake up in lock-step), and a passive checkpoint every few dozen writes,
+run on a background thread so no write waits for its fsync.
 
 Transcripts are append-only: one row per message, written as it happens (invariant 5). Column
 names follow Hermes's ``state.db`` where the meaning is the same (reference/hermes.md §19).
 
 The API is synchronous on purpose (stdlib ``sqlite3``); async callers use
-``anyio.to_thread.run_sync``. One connection per ``SessionDB``, guarded by a lock.
+``anyio.to_thread.run_sync``. One connection per ``SessionDB``, guarded by a lock. The schema,
+its migrations and the full-text indexes are defined in ``memory.session_schema``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import functools
 import json
 import logging
 import random
@@ -32,7 +32,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from memory.fts_query import CJK_GLOB
+from memory.session_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    TRIGRAM_INDEX,
+    WORD_INDEX,
+    SearchSupport,
+    detect_search_support,
+    schema_names,
+    search_out_of_step,
+    sync_search_index,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +54,12 @@ RETRY_JITTER_SECONDS = (0.020, 0.150)
 CHECKPOINT_EVERY_WRITES = 50
 WAL_RESTART_FRAMES = 8_192
 INDEX_MERGE_PAGES_PER_APPEND = 16
+RANK_WINDOW = 5_000
 SNIPPET_OPEN = ">>>"
 SNIPPET_CLOSE = "<<<"
 SNIPPET_ELLIPSIS = "..."
 SNIPPET_TOKENS = 32
 ROLES = frozenset({"user", "assistant", "tool"})
-
-WORD_INDEX = "messages_fts"
-TRIGRAM_INDEX = "messages_fts_trigram"
-_TOKENIZERS = {WORD_INDEX: "unicode61", TRIGRAM_INDEX: "trigram"}
 
 _SESSION_COLUMNS = (
     "id",
@@ -157,9 +164,13 @@ class SessionRecord:
     archived: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageRecord:
-    """One row of ``messages``; ``tool_calls``, ``payload`` and ``display`` are decoded JSON."""
+    """One row of ``messages``; ``tool_calls``, ``payload`` and ``display`` are decoded JSON.
+
+    Not frozen: a frozen dataclass sets each field through object.__setattr__, which made
+    building the records of a 5,000-message session cost more than reading its rows.
+    """
 
     id: int
     session_id: str
@@ -194,251 +205,6 @@ class SearchHit:
     session_started_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class SearchSupport:
-    """Which full-text indexes this SQLite build can maintain."""
-
-    words: bool
-    trigrams: bool
-
-    def wanted(self) -> tuple[str, ...]:
-        return tuple(name for name, ok in ((WORD_INDEX, self.words), (TRIGRAM_INDEX, self.trigrams)) if ok)
-
-
-@functools.lru_cache(maxsize=1)
-def detect_search_support() -> SearchSupport:
-    """Probe FTS5 and its trigram tokenizer once per process, in a throw-away memory database."""
-    probe = sqlite3.connect(":memory:")
-    try:
-        words = _can_execute(probe, "CREATE VIRTUAL TABLE probe_words USING fts5(x)")
-        trigrams = words and _can_execute(
-            probe, "CREATE VIRTUAL TABLE probe_trigrams USING fts5(x, tokenize='trigram')"
-        )
-    finally:
-        probe.close()
-    return SearchSupport(words=words, trigrams=trigrams)
-
-
-def _can_execute(conn: sqlite3.Connection, sql: str) -> bool:
-    try:
-        conn.execute(sql)
-    except sqlite3.OperationalError:
-        return False
-    return True
-
-
-# --- schema -------------------------------------------------------------------------------------
-#
-# Forward migrations: MIGRATIONS[n] brings a database from user_version n to n + 1. All pending
-# steps run in one BEGIN IMMEDIATE transaction, so a crash mid-upgrade leaves the old version and
-# concurrent openers wait and then find the work done. Steps must stay additive (new tables,
-# columns with defaults, indexes) so an older acp-hermes still running in another window keeps
-# working on the upgraded file.
-
-_SCHEMA_V1 = (
-    """CREATE TABLE IF NOT EXISTS state_meta (
-        key TEXT PRIMARY KEY,
-        value TEXT
-    )""",
-    # Big text columns come last so reading the small ones never walks overflow pages.
-    """CREATE TABLE IF NOT EXISTS sessions (
-        id TEXT PRIMARY KEY,
-        source TEXT NOT NULL DEFAULT 'acp',
-        model TEXT,
-        parent_session_id TEXT REFERENCES sessions(id) ON DELETE SET NULL,
-        started_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        ended_at REAL,
-        end_reason TEXT,
-        message_count INTEGER NOT NULL DEFAULT 0,
-        tool_call_count INTEGER NOT NULL DEFAULT 0,
-        input_tokens INTEGER NOT NULL DEFAULT 0,
-        output_tokens INTEGER NOT NULL DEFAULT 0,
-        cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-        cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-        reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-        api_call_count INTEGER NOT NULL DEFAULT 0,
-        estimated_cost_usd REAL NOT NULL DEFAULT 0,
-        cwd TEXT,
-        mode TEXT,
-        title TEXT,
-        archived INTEGER NOT NULL DEFAULT 0,
-        additional_directories TEXT NOT NULL DEFAULT '[]',
-        model_config TEXT NOT NULL DEFAULT '{}',
-        system_prompt TEXT
-    )""",
-    # Roles are checked in Python, not with CHECK: SQLite cannot relax a CHECK without a rebuild.
-    """CREATE TABLE IF NOT EXISTS messages (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-        role TEXT NOT NULL,
-        tool_call_id TEXT,
-        tool_name TEXT,
-        timestamp REAL NOT NULL,
-        token_count INTEGER,
-        finish_reason TEXT,
-        active INTEGER NOT NULL DEFAULT 1,
-        compacted INTEGER NOT NULL DEFAULT 0,
-        content TEXT NOT NULL DEFAULT '',
-        tool_calls TEXT,
-        reasoning TEXT,
-        payload TEXT,
-        display TEXT
-    )""",
-    # The rowid (= id) is the implicit last key of every index, so this one also serves
-    # "WHERE session_id = ? ORDER BY id" without a sort.
-    "CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id)",
-    "CREATE INDEX IF NOT EXISTS idx_sessions_recent ON sessions(updated_at, id)",
-    "CREATE INDEX IF NOT EXISTS idx_sessions_cwd_recent ON sessions(cwd, updated_at, id)",
-    "CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id)",
-)
-
-
-def _migrate_to_v1(conn: sqlite3.Connection, support: SearchSupport) -> None:
-    for statement in _SCHEMA_V1:
-        conn.execute(statement)
-
-
-def _migrate_to_v2(conn: sqlite3.Connection, support: SearchSupport) -> None:
-    """Full-text search over every message, including those written before this version."""
-    _sync_search_index(conn, support)
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection, SearchSupport], None], ...] = (
-    _migrate_to_v1,
-    _migrate_to_v2,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
-
-
-# --- full-text search ---------------------------------------------------------------------------
-#
-# Two FTS5 indexes: unicode61 (words, ranked by bm25) over every message, and trigram
-# (substrings) over the messages that contain CJK text, where it is the only way to find a word
-# inside a run without spaces. Queries are routed the same way (memory.fts_query): CJK queries
-# go to the trigram index, everything else to the word index. Limiting the trigram index to CJK
-# messages is deliberate: over all messages it was two thirds of the file and of the cost of an
-# append, for substring matches on Latin text that no query is routed to.
-#
-# Both are *external-content* tables over a view of ``messages``:
-#   * a regular FTS5 table keeps its own copy of every document, and two of them would store
-#     the transcript text three times (1M messages: gigabytes more);
-#   * a contentless table stores nothing but cannot produce snippet() and, before SQLite 3.43,
-#     cannot delete rows;
-#   * external content stores only the index; snippet() reads the text back through the view,
-#     and triggers keep the index in step (a delete must be given the old text, which the
-#     triggers recompute from the old row with the same expression).
-# The indexed text is the message content plus the tool name plus the tool calls (names and
-# arguments), so tools and their arguments are searchable. ``detail=full`` on both: trigram
-# matches of more than three characters are phrase queries, which detail=none/column refuse.
-#
-# Segment merging: every write transaction adds a small segment per index, and segments must be
-# merged or queries slow down. FTS5's automerge does it in quanta of 64 x (number of levels) pages
-# (hundreds of pages on a big index), which made one append in twenty take 20-100 ms. Instead
-# automerge is off and every append merges at most INDEX_MERGE_PAGES_PER_APPEND pages ('merge'
-# resumes where the previous one stopped), which keeps up with the append rate and bounds the
-# cost of any one append. FTS5's crisis merge stays on as a backstop. No periodic 'optimize'
-# either: on a big index it rewrites every segment while holding the write lock.
-#
-# Changing the indexed text or the CJK ranges changes which tokens a delete must remove: that
-# needs a migration that drops and rebuilds the indexes.
-
-
-def _indexed_text_sql(row: str) -> str:
-    """The text indexed for one message row, as an SQL expression over ``row``'s columns.
-
-    FTS5 reads external content with virtual tables forbidden, so json_each() cannot pick the
-    names and arguments out of ``tool_calls``; instead the JSON is indexed with its three fixed
-    keys blanked out (the writer emits compact JSON, so they appear exactly as ``"name":``).
-    """
-    calls = f"coalesce({row}.tool_calls, '')"
-    for key in ("id", "name", "arguments"):
-        calls = f"replace({calls}, '\"{key}\":', ' ')"
-    return f"coalesce({row}.content, '') || ' ' || coalesce({row}.tool_name, '') || ' ' || {calls}"
-
-
-def _index_condition_sql(table: str, row: str) -> str:
-    """Which messages an index holds, as an SQL condition over ``row``."""
-    if table == TRIGRAM_INDEX:
-        return f"({_indexed_text_sql(row)}) GLOB '{CJK_GLOB}'"
-    return "1"
-
-
-def _trigger_names(table: str) -> tuple[str, ...]:
-    return (f"{table}_insert", f"{table}_delete", f"{table}_update")
-
-
-def _index_ddl(table: str) -> dict[str, str]:
-    """Every schema object one index needs, by name, in creation order: view, table, triggers."""
-    view = f"{table}_source"
-    insert = (
-        f"INSERT INTO {table}(rowid, content) SELECT new.id, {_indexed_text_sql('new')} "
-        f"WHERE {_index_condition_sql(table, 'new')};"
-    )
-    delete = (
-        f"INSERT INTO {table}({table}, rowid, content) SELECT 'delete', old.id, {_indexed_text_sql('old')} "
-        f"WHERE {_index_condition_sql(table, 'old')};"
-    )
-    on_insert, on_delete, on_update = _trigger_names(table)
-    return {
-        view: (
-            f"CREATE VIEW {view}(id, content) AS SELECT m.id, {_indexed_text_sql('m')} "
-            f"FROM messages AS m WHERE {_index_condition_sql(table, 'm')}"
-        ),
-        table: (
-            f"CREATE VIRTUAL TABLE {table} USING fts5(content, content='{view}', content_rowid='id', "
-            f"tokenize='{_TOKENIZERS[table]}', detail=full)"
-        ),
-        on_insert: f"CREATE TRIGGER {on_insert} AFTER INSERT ON messages BEGIN {insert} END",
-        on_delete: f"CREATE TRIGGER {on_delete} AFTER DELETE ON messages BEGIN {delete} END",
-        on_update: (
-            f"CREATE TRIGGER {on_update} AFTER UPDATE OF content, tool_name, tool_calls ON messages "
-            f"BEGIN {delete} {insert} END"
-        ),
-    }
-
-
-def _schema_names(conn: sqlite3.Connection) -> set[str]:
-    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-
-
-def _search_out_of_step(names: set[str], support: SearchSupport) -> bool:
-    """Whether _sync_search_index has work to do (checked without taking the write lock)."""
-    for table in (WORD_INDEX, TRIGRAM_INDEX):
-        if table in support.wanted() and any(name not in names for name in _index_ddl(table)):
-            return True
-        if table not in support.wanted() and any(name in names for name in _trigger_names(table)):
-            return True
-    return False
-
-
-def _sync_search_index(conn: sqlite3.Connection, support: SearchSupport) -> None:
-    """Make the index objects match what this SQLite build supports.
-
-    Missing pieces are created and the index rebuilt from ``messages`` (an index without its
-    triggers may have missed writes). Triggers of an index this build cannot maintain are
-    dropped, so message writes keep working and only search degrades; a later process with
-    full support finds them missing and rebuilds.
-    """
-    existing = _schema_names(conn)
-    for table in (WORD_INDEX, TRIGRAM_INDEX):
-        if table not in support.wanted():
-            for name in _trigger_names(table):
-                if name in existing:
-                    conn.execute(f"DROP TRIGGER {name}")
-            continue
-        ddl = _index_ddl(table)
-        missing = [name for name in ddl if name not in existing]
-        if not missing:
-            continue
-        for name in missing:
-            conn.execute(ddl[name])
-        if table in missing:
-            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
-        log.info("building full-text index %s", table)
-        conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
-
-
 # --- encoding helpers ---------------------------------------------------------------------------
 
 
@@ -465,13 +231,26 @@ def _session_from_row(row: Sequence[Any]) -> SessionRecord:
 
 
 def _message_from_row(row: Sequence[Any]) -> MessageRecord:
-    values = dict(zip(_MESSAGE_COLUMNS, row, strict=True))
-    values["tool_calls"] = _load_json(values["tool_calls"])
-    values["payload"] = _load_json(values["payload"])
-    values["display"] = _load_json(values["display"])
-    values["active"] = bool(values["active"])
-    values["compacted"] = bool(values["compacted"])
-    return MessageRecord(**values)
+    """Positional on purpose (rows come in _MESSAGE_COLUMNS order): it runs once per message read."""
+    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp) = row[:8]
+    (token_count, finish_reason, reasoning, active, compacted, payload, display) = row[8:]
+    return MessageRecord(
+        id_,
+        session_id,
+        role,
+        content,
+        tool_call_id,
+        _load_json(tool_calls),
+        tool_name,
+        timestamp,
+        token_count,
+        finish_reason,
+        reasoning,
+        bool(active),
+        bool(compacted),
+        _load_json(payload),
+        _load_json(display),
+    )
 
 
 def _encode_cursor(updated_at: float, session_id: str) -> str:
@@ -547,7 +326,6 @@ class _Checkpointer:
                     log.debug("background checkpoint skipped: %s", exc)
         finally:
             conn.close()
-
 
 
 class SessionDB:
@@ -687,9 +465,7 @@ class SessionDB:
         assignments = ", ".join(f"{name} = ?" for name in values)
 
         def work(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
-                f"UPDATE sessions SET {assignments} WHERE id = ?", (*values.values(), session_id)
-            )
+            cursor = conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values.values(), session_id))
             if cursor.rowcount == 0:
                 raise SessionNotFound(session_id)
 
@@ -777,9 +553,7 @@ class SessionDB:
 
     def delete_session(self, session_id: str) -> bool:
         """Delete a session, its messages and their index entries; children lose their parent link."""
-        return self._write(
-            lambda conn: conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
-        )
+        return self._write(lambda conn: conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0)
 
     def fork_session(
         self,
@@ -914,9 +688,7 @@ class SessionDB:
                 row,
             )
             for table in self._search:
-                conn.execute(
-                    f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (INDEX_MERGE_PAGES_PER_APPEND,)
-                )
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (INDEX_MERGE_PAGES_PER_APPEND,))
             return int(inserted.lastrowid or 0)
 
         return self._write(work)
@@ -964,62 +736,68 @@ class SessionDB:
     ) -> list[SearchHit]:
         """Best-ranked (bm25) messages for an already sanitised FTS5 MATCH expression.
 
-        Runs in two steps: rank every match and keep the top ``limit`` ids, then build snippets
-        for those only (snippet() re-reads and re-tokenizes the text, far too slow to do for
-        thousands of matches). Rewound messages (active = 0) are left out unless compacted.
-        Returns [] when the needed index is unavailable or the expression is empty.
+        bm25 costs about a microsecond per matching row and a common word matches a large part
+        of a big history, so only the newest RANK_WINDOW matches are ranked: a query with fewer
+        matches is ranked exactly, a broader one among recent messages. The window is read
+        newest-first straight from the index (one pass, which matters for prefix queries: each
+        pass re-merges every term with the prefix). Filters are then applied in rank order to
+        small batches, so only about ``limit`` rows of ``messages`` are read; snippets are built
+        last, for the hits only (snippet() re-reads and re-tokenizes each text). Rewound
+        messages (active = 0) are left out unless compacted. Returns [] when the needed index
+        is unavailable or the expression is empty.
         """
         table = TRIGRAM_INDEX if trigram else WORD_INDEX
         if not match.strip() or table not in self._search or limit < 1:
             return []
-        conditions = [f"{table} MATCH ?", "(m.active = 1 OR m.compacted = 1)"]
-        params: list[Any] = [match]
-        if role_filter:
-            conditions.append("m.role IN (SELECT value FROM json_each(?))")
-            params.append(_id_list(role_filter))
-        excluded = list(exclude_sessions)
-        if excluded:
-            conditions.append("m.session_id NOT IN (SELECT value FROM json_each(?))")
-            params.append(_id_list(excluded))
-        ranked_sql = (
-            f"SELECT {table}.rowid, {table}.rank FROM {table} JOIN messages AS m ON m.id = {table}.rowid "
-            f"WHERE {' AND '.join(conditions)} ORDER BY {table}.rank LIMIT ?"
+        roles = set(role_filter or ())
+        excluded = set(exclude_sessions)
+        window_sql = (
+            f"SELECT rowid, rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?) ORDER BY rank"
         )
+        # "+rowid" keeps the IN list from turning into one index lookup (one term merge) per id.
         snippet_sql = (
-            f"SELECT {table}.rowid, snippet({table}, 0, ?, ?, ?, ?), m.session_id, m.role, m.timestamp, "
-            f"m.tool_name, s.title, s.cwd, s.started_at FROM {table} "
-            f"JOIN messages AS m ON m.id = {table}.rowid JOIN sessions AS s ON s.id = m.session_id "
-            f"WHERE {table} MATCH ? AND {table}.rowid IN (SELECT value FROM json_each(?))"
+            f"SELECT rowid, snippet({table}, 0, ?, ?, ?, ?) FROM {table} WHERE {table} MATCH ? "
+            "AND rowid BETWEEN ? AND ? AND +rowid IN (SELECT value FROM json_each(?))"
         )
 
+        def wanted(row: Sequence[Any]) -> bool:
+            _, session_id, role, active, compacted = row[:5]
+            return bool(active or compacted) and (not roles or role in roles) and session_id not in excluded
+
         def work(conn: sqlite3.Connection) -> list[SearchHit]:
-            ranked = conn.execute(ranked_sql, (*params, limit)).fetchall()
-            if not ranked:
+            candidates = conn.execute(window_sql, (match, RANK_WINDOW)).fetchall()
+            chosen: list[tuple[float, Sequence[Any]]] = []
+            batch = max(2 * limit, 64)
+            for start in range(0, len(candidates), batch):
+                chunk = candidates[start : start + batch]
+                described = {row[0]: row for row in _describe_messages(conn, [i for i, _ in chunk])}
+                chosen.extend((rank, described[i]) for i, rank in chunk if i in described and wanted(described[i]))
+                if len(chosen) >= limit:
+                    break
+            chosen = chosen[:limit]
+            if not chosen:
                 return []
+            ids = [row[0] for _, row in chosen]
             snippet_params = (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS, match)
-            ids = _id_list(message_id for message_id, _ in ranked)
-            details = {row[0]: row[1:] for row in conn.execute(snippet_sql, (*snippet_params, ids))}
-            hits = []
-            for message_id, rank in ranked:
-                found = details.get(message_id)
-                if found is None:  # deleted between the two statements
-                    continue
-                snippet, session_id, role, timestamp, tool_name, title, cwd, started_at = found
-                hits.append(
-                    SearchHit(
-                        message_id=message_id,
-                        session_id=session_id,
-                        role=role,
-                        snippet=snippet,
-                        rank=rank,
-                        timestamp=timestamp,
-                        tool_name=tool_name,
-                        session_title=title,
-                        session_cwd=cwd,
-                        session_started_at=started_at,
-                    )
+            range_params = (min(ids), max(ids), _id_list(ids))
+            snippets = dict(conn.execute(snippet_sql, (*snippet_params, *range_params)).fetchall())
+            return [
+                SearchHit(
+                    message_id=row[0],
+                    session_id=row[1],
+                    role=row[2],
+                    snippet=snippets[row[0]].strip(),
+                    rank=rank,
+                    timestamp=row[5],
+                    tool_name=row[6],
+                    session_title=row[7],
+                    session_cwd=row[8],
+                    session_started_at=row[9],
                 )
-            return hits
+                for rank, row in chosen
+                if row[0] in snippets
+            ]
 
         return self._read(work)
 
@@ -1058,8 +836,8 @@ class SessionDB:
 
     def _prepare_search(self) -> frozenset[str]:
         """Bring the index objects in step with this build (rarely needed); the usable indexes."""
-        if _search_out_of_step(_schema_names(self._conn), self._support):
-            self._in_transaction(lambda conn: _sync_search_index(conn, self._support))
+        if search_out_of_step(schema_names(self._conn), self._support):
+            self._in_transaction(lambda conn: sync_search_index(conn, self._support))
         return frozenset(self._support.wanted())
 
     def _user_version(self) -> int:
@@ -1123,6 +901,16 @@ class SessionDB:
 def _fetch_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(f"{_SESSION_SELECT} WHERE id = ?", (session_id,)).fetchone()
     return None if row is None else _session_from_row(row)
+
+
+def _describe_messages(conn: sqlite3.Connection, message_ids: list[int]) -> list[tuple[Any, ...]]:
+    """(id, session_id, role, active, compacted, timestamp, tool_name, title, cwd, started_at) per id."""
+    return conn.execute(
+        "SELECT m.id, m.session_id, m.role, m.active, m.compacted, m.timestamp, m.tool_name, "
+        "s.title, s.cwd, s.started_at FROM messages AS m JOIN sessions AS s ON s.id = m.session_id "
+        "WHERE m.id IN (SELECT value FROM json_each(?))",
+        (_id_list(message_ids),),
+    ).fetchall()
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord:

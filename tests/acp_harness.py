@@ -4,13 +4,16 @@
 Anthropic server, and validates every message the agent sends against the official schema
 (``WireValidator``) — the test fails at exit if anything was invalid. ``EditorClient`` is a
 real client: it answers permission requests by a policy, serves fs reads (with optional unsaved
-buffers) and writes, and runs ``terminal/*`` commands as real subprocesses.
+buffers) and writes, and runs ``terminal/*`` commands as real subprocesses. ``raw_agent`` spawns
+the same server on plain pipes for tests that need exact bytes (malformed input, stdout purity);
+``write_config`` writes the config file a server reads at start-up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -290,3 +293,98 @@ async def running_agent(
                 )
             yield agent
     wire.assert_clean()
+
+
+def write_config(home: Path, text: str) -> Path:
+    """Write ``$HERMES_HOME/acp-hermes/config.yaml`` (YAML text) before the server is spawned."""
+    path = home / "acp-hermes" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@dataclass
+class RawAgent:
+    """The server over raw NDJSON stdio: exact bytes in, every byte out kept, for malformed input and purity."""
+
+    process: asyncio.subprocess.Process
+    stderr_path: Path
+    arrivals: Arrivals
+    stdout_lines: list[bytes] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    _next_id: int = 0
+
+    @property
+    def stdout_bytes(self) -> bytes:
+        return b"".join(self.stdout_lines)
+
+    async def write(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        await self.process.stdin.drain()
+
+    async def send(self, message: Any) -> None:
+        await self.write(json.dumps(message).encode("utf-8") + b"\n")
+
+    async def wait_for(self, condition: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait (bounded) until ``condition()`` is truthy, re-checking whenever a line arrives; return it."""
+        with anyio.fail_after(timeout):
+            while not (found := condition()):
+                await self.arrivals.next()
+        return found
+
+    def response(self, request_id: Any) -> dict[str, Any] | None:
+        return next((m for m in self.messages if isinstance(m, dict) and "method" not in m
+                     and m.get("id") == request_id), None)
+
+    async def request(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
+        """Send a request with a fresh id and return the whole response message."""
+        self._next_id += 1
+        request_id = self._next_id
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return await self.wait_for(lambda: self.response(request_id), timeout)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.stdout_lines.append(line)
+            try:
+                self.messages.append(json.loads(line))
+            except ValueError:
+                self.messages.append(None)  # kept so the caller sees the stream was impure
+            self.arrivals.observe(line)
+
+
+@asynccontextmanager
+async def raw_agent(
+    tmp_path: Path, fake: FakeAnthropic | None, *, env: dict[str, str] | None = None, home: Path | None = None
+) -> AsyncIterator[RawAgent]:
+    """Spawn ``python -m acp_hermes`` on plain pipes; on exit close stdin and wait for a clean exit."""
+    from acp.transports import default_environment
+
+    home = home or tmp_path / "hermes-home"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    stderr_path = tmp_path / f"raw-agent-stderr-{os.getpid()}.log"
+    full_env = {**default_environment(), **server_env(home, fake, **(env or {}))}
+    with stderr_path.open("ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "acp_hermes", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=stderr, env=full_env, cwd=str(workspace),
+        )
+    agent = RawAgent(process, stderr_path, Arrivals())
+    reader = asyncio.get_running_loop().create_task(agent._read())
+    try:
+        yield agent
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            with anyio.fail_after(15):
+                await process.wait()
+                await reader
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            reader.cancel()

@@ -180,6 +180,12 @@ class FakeAnthropic:
         return [request.body for request in self.server.requests]
 
     @property
+    def stream_requests(self) -> list[Any]:
+        """Bodies of the streamed (conversation) requests only: auxiliary calls such as session
+        titles are not streamed and may arrive at any time after a first exchange."""
+        return [body for body in self.requests if isinstance(body, dict) and body.get("stream")]
+
+    @property
     def last_request(self) -> Any:
         requests = self.server.requests
         if not requests:

@@ -33,9 +33,46 @@ ENVELOPE_KEYS = {"jsonrpc", "id", "method", "params", "result", "error"}
 MAX_MESSAGE_CHARS = 300
 
 
+# Where a checkout without ../shared gets the same file: the official TypeScript SDK's npm package
+# ships it as package/schema/v1/schema.json (identical to the shared copy, checked by hash).
+SDK_TARBALL_URL = "https://registry.npmjs.org/@agentclientprotocol/sdk/-/sdk-2.4.0.tgz"
+SDK_TARBALL_SHA256 = "87acc66d5824f88d8913702f85cf74c997526bbffb06fce15a9f0d637566ca8d"
+SDK_SCHEMA_MEMBER = "package/schema/v1/schema.json"
+CACHED_SCHEMA = Path.home() / ".cache" / "acp-hermes" / "acp-schema-v1-sdk-2.4.0.json"
+
+
 def default_schema_path() -> Path:
+    """ACP_SCHEMA_PATH, else the shared reference copy, else the official npm package (fetched once)."""
     override = os.environ.get(SCHEMA_ENV)
-    return Path(override) if override else DEFAULT_SCHEMA_PATH
+    if override:
+        return Path(override)
+    if DEFAULT_SCHEMA_PATH.exists():
+        return DEFAULT_SCHEMA_PATH
+    if not CACHED_SCHEMA.exists():
+        _fetch_schema(CACHED_SCHEMA)
+    return CACHED_SCHEMA
+
+
+def _fetch_schema(target: Path) -> None:
+    import hashlib
+    import io
+    import tarfile
+    import urllib.request
+
+    with urllib.request.urlopen(SDK_TARBALL_URL, timeout=60) as response:
+        data = response.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != SDK_TARBALL_SHA256:
+        raise RuntimeError(f"{SDK_TARBALL_URL} has sha256 {digest}, expected {SDK_TARBALL_SHA256}")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        member = archive.extractfile(SDK_SCHEMA_MEMBER)
+        if member is None:
+            raise RuntimeError(f"{SDK_SCHEMA_MEMBER} missing from {SDK_TARBALL_URL}")
+        schema = member.read()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_bytes(schema)
+    partial.replace(target)
 
 
 class AcpSchema:

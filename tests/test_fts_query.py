@@ -165,7 +165,7 @@ NASTY_INPUTS = [
 
 
 def _random_queries(count: int) -> Iterator[str]:
-    characters = 'abcXYZ019 "\'*:^+-(){}[],.;_/\\NEARORANDNOT数据库テスト🚀\t\n\x00é'
+    characters = "abcXYZ019 \"'*:^+-(){}[],.;_/\\NEARORANDNOT数据库テスト🚀\t\n\x00é"
     alphabet = [*characters, " AND ", " OR ", " NOT ", "NEAR(", "col:"]
     rng = random.Random(20_240)
     for _ in range(count):
@@ -175,9 +175,7 @@ def _random_queries(count: int) -> Iterator[str]:
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[SessionDB]:
     with SessionDB(tmp_path / "state.db") as database:
-        database.create_session(
-            "s1", cwd="/work", model="m", mode="default", model_config={}, system_prompt="prompt"
-        )
+        database.create_session("s1", cwd="/work", model="m", mode="default", model_config={}, system_prompt="prompt")
         for text in (
             "deploy the chat-send fix to P2.2",
             "the deployment config lives in my-app.config.ts",

@@ -18,6 +18,7 @@ import pytest
 
 from memory.fts_query import sanitize_fts_query, trigram_query
 from memory.session_db import (
+    RANK_WINDOW,
     SCHEMA_VERSION,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
@@ -460,6 +461,40 @@ def test_trigram_search_finds_cjk_words_and_substrings(db: SessionDB) -> None:
     assert db.search_messages(sanitize_fts_query("迁移已经")) == []  # the word index cannot see inside a run
     # By design only messages with CJK text are in the trigram index (see session_db).
     assert db.search_messages(trigram_query("configuration"), trigram=True) == []
+
+
+def test_indexes_follow_rows_changed_outside_the_api(db: SessionDB, db_path: Path) -> None:
+    new_session(db, "s1")
+    message_id = db.append_message("s1", "user", "original aardvark 土豚数据")
+    conn = raw(db_path)  # e.g. a future redaction or compaction rewriting a row in place
+    conn.execute("UPDATE messages SET content = 'redacted pangolin' WHERE id = ?", (message_id,))
+    conn.close()
+
+    assert db.search_messages("aardvark") == []
+    assert [hit.message_id for hit in db.search_messages("pangolin")] == [message_id]
+    assert db.search_messages(trigram_query("土豚数据"), trigram=True) == []
+    assert_indexes_consistent(db_path)
+
+
+def test_broad_queries_are_ranked_among_the_newest_matches(db: SessionDB, db_path: Path) -> None:
+    new_session(db, "s1")
+    strongest = db.append_message("s1", "user", "wombat " * 20)
+    conn = raw(db_path)  # bulk rows through the same triggers, much faster than one transaction each
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s1', 'user', ?, 0)",
+        [(f"wombat filler {index}",) for index in range(RANK_WINDOW - 1)],
+    )
+    conn.execute("COMMIT")
+    conn.close()
+
+    assert db.search_messages("wombat", limit=1)[0].message_id == strongest  # still inside the window
+
+    db.append_message("s1", "user", "one more wombat")
+
+    top = db.search_messages("wombat", limit=1)[0]
+    assert top.message_id != strongest
+    assert top.snippet.count(SNIPPET_OPEN) == 1
 
 
 def test_search_excludes_rewound_messages_unless_compacted(db: SessionDB, db_path: Path) -> None:

@@ -8,6 +8,20 @@ if TYPE_CHECKING:
     from tools.registry import Tool
 
 
+# The names of core_tools(), in order, without importing the tool modules (~40 ms): a new
+# session's system prompt needs only the names, and session/new must answer fast.
+CORE_TOOL_NAMES: tuple[str, ...] = (
+    "read_file",
+    "write_file",
+    "patch",
+    "search_files",
+    "terminal",
+    "todo",
+    "memory",
+    "session_search",
+)
+
+
 def core_tools() -> list[Tool]:
     """Every tool an ACP session offers, in the stable order the model sees them.
 
@@ -15,7 +29,12 @@ def core_tools() -> list[Tool]:
     """
     from tools.files import FILE_TOOLS
     from tools.memory import MEMORY_TOOL
+    from tools.session_search import SESSION_SEARCH_TOOL
     from tools.terminal import TERMINAL_TOOL
     from tools.todo import TODO_TOOL
 
-    return [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL]
+    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL]
+    names = tuple(tool.name for tool in tools)
+    if names != CORE_TOOL_NAMES:
+        raise RuntimeError(f"tools.CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")
+    return tools

@@ -148,6 +148,7 @@ class ToolContext:
     sink: EventSink
     scratch: dict[str, Any] = field(default_factory=dict)
     services: Mapping[str, Any] = field(default_factory=dict)
+    title: str = ""  # the title the editor shows for this call
     _authorized_paths: set[Path] = field(default_factory=set)
     _authorized_commands: set[str] = field(default_factory=set)
     _state_authorized: bool = False

@@ -159,6 +159,13 @@ def format_todos(items: Sequence[TodoItem]) -> str:
     return "\n".join(lines)
 
 
+def restore_todos(scratch: dict[str, Any], raw_output: Any) -> None:
+    """Put back the list a stored ``todo`` call ended with (a reloaded session keeps its plan)."""
+    todos = raw_output.get("todos") if isinstance(raw_output, Mapping) else None
+    if isinstance(todos, list):
+        scratch[SCRATCH_KEY] = _replace([t for t in todos if isinstance(t, Mapping)])
+
+
 def _as_dict(item: TodoItem) -> dict[str, str]:
     return {"id": item.id, "content": item.content, "status": item.status}
 

@@ -1,0 +1,494 @@
+"""Cold start-up of acp-hermes against the floor of a bare agent on the same ACP SDK.
+
+    .venv/bin/python bench/startup.py                 # 15 runs of each, side by side
+    .venv/bin/python bench/startup.py --runs 30
+    .venv/bin/python bench/startup.py --importtime    # what is imported before each response
+
+Each run spawns the server the way an editor does: the ``acp-hermes`` console script of the
+venv, stdin/stdout pipes, NDJSON, a fresh HERMES_HOME with an API key in the environment (so
+``session/new`` succeeds) and a fresh workspace (empty, or with ``--agents-md`` an AGENTS.md).
+It measures spawn → ``initialize`` response, ``initialize`` response → ``session/new`` response,
+and the peak RSS (VmHWM of the Python interpreter's own process) right after ``session/new``; also
+the CPU the agent used until it answered ``initialize`` (waiting for a CPU on a busy machine does
+not count there). The floor is ``bench/bare_agent.py`` (``acp.run_agent`` answering only those two
+methods), spawned with the venv's interpreter; runs alternate between the two so drift on the
+machine hits both alike.
+
+acp-hermes then gets two prompts against a scripted model on loopback (``ScriptedModelServer``),
+the first sent the moment ``session/new`` has answered: its time to the first streamed chunk
+includes finishing the background import of the model SDK; the second shows the steady state.
+Reported, no target. ``--server`` runs all this against another build (another checkout).
+
+Targets: spawn → initialize ≤ 1.15 × floor; session/new ≤ 30 ms after initialize;
+peak RSS ≤ 1.5 × floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from acp_hermes.scripted_model import MessageReply, ModelRequest, ScriptedModelServer, TextBlock
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = ROOT / ".venv" / "bin"
+SERVER_COMMAND = (str(VENV_BIN / "acp-hermes"),)
+FLOOR_COMMAND = (str(VENV_BIN / "python"), str(ROOT / "bench" / "bare_agent.py"))
+EDITOR_ENV_KEYS = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG")
+API_KEY = "sk-ant-bench-not-a-real-key"
+RESPONSE_TIMEOUT = 60.0
+READ_SIZE = 1 << 20
+
+TARGET_INITIALIZE_RATIO = 1.15
+TARGET_NEW_SESSION_MS = 30.0
+TARGET_RSS_RATIO = 1.5
+
+SAMPLE_AGENTS_MD = "# Project notes for agents\n\n" + "\n".join(
+    f"- Rule {n}: run `make test` before committing; keep modules small; document why, not what." for n in range(60)
+)
+CLIENT_CAPABILITIES = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+FIRST_REPLY = "Hello from the scripted model: start-up benchmark reply."
+
+
+# ----------------------------------------------------------------------------------------------------
+# Talking NDJSON to a spawned agent (also used by bench/replay.py and bench/chunk_overhead.py)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One message from the agent and the moment (perf_counter_ns) its line was read."""
+
+    at_ns: int
+    message: dict[str, Any]
+
+
+class AgentProcess:
+    """An ACP agent on pipes, driven by hand: raw JSON-RPC, every line timestamped on arrival.
+
+    A reader thread drains stdout in big reads and timestamps each line as soon as it is read, so
+    neither a slow client nor the main thread's own work (parsing, bookkeeping) holds the agent
+    back or delays a measurement.
+    """
+
+    def __init__(self, command: Sequence[str], env: dict[str, str], cwd: Path,
+                 stderr: IO[bytes] | int = subprocess.DEVNULL) -> None:
+        self.spawned_ns = time.perf_counter_ns()
+        self.process = subprocess.Popen(
+            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=cwd
+        )
+        self._lines: queue.Queue[tuple[int, bytes]] = queue.Queue()
+        self._next_id = 0
+        self._reader = threading.Thread(target=self._read, name="agent-stdout", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        partial = b""
+        while chunk := os.read(fd, READ_SIZE):
+            at_ns = time.perf_counter_ns()
+            lines = chunk.split(b"\n")
+            lines[0] = partial + lines[0]
+            partial = lines.pop()
+            for line in lines:
+                if line:
+                    self._lines.put((at_ns, line))
+        self._lines.put((time.perf_counter_ns(), b""))
+
+    def send(self, method: str, params: dict[str, Any]) -> int:
+        """Write one request; returns its id."""
+        request_id = self._next_id
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        stdin.flush()
+        return request_id
+
+    def next_raw(self, timeout: float = RESPONSE_TIMEOUT) -> tuple[int, bytes]:
+        """The next line as it arrived (arrival time, bytes), for callers that parse later."""
+        try:
+            at_ns, raw = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no message from the agent within {timeout:.0f} s") from None
+        if not raw:
+            raise EOFError(f"the agent closed stdout (exit code {self.process.poll()})")
+        return at_ns, raw
+
+    def next_line(self, timeout: float = RESPONSE_TIMEOUT) -> Line:
+        at_ns, raw = self.next_raw(timeout)
+        return Line(at_ns, json.loads(raw))
+
+    def until(self, done: Callable[[dict[str, Any]], bool]) -> Line:
+        """Read until a message satisfies ``done``, skipping the others."""
+        while True:
+            line = self.next_line()
+            if done(line.message):
+                return line
+
+    def response(self, request_id: int) -> Line:
+        """The response to ``request_id``; an error response raises."""
+
+        def is_response(message: dict[str, Any]) -> bool:
+            return message.get("id") == request_id and "method" not in message
+
+        line = self.until(is_response)
+        if "error" in line.message:
+            raise RuntimeError(f"request {request_id} failed: {line.message['error']}")
+        return line
+
+    def request(self, method: str, params: dict[str, Any]) -> Line:
+        return self.response(self.send(method, params))
+
+    def close(self) -> int:
+        """Close stdin (how an editor says goodbye) and wait for the exit; kill if it hangs."""
+        stdin = self.process.stdin
+        if stdin is not None and not stdin.closed:
+            stdin.close()
+        try:
+            return self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def add_server_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", default=shlex.join(SERVER_COMMAND),
+                        help="the command that starts acp-hermes, e.g. another checkout's (default: this venv's)")
+
+
+def editor_env(hermes_home: Path, base_url: str | None = None) -> dict[str, str]:
+    """What an editor passes: a trimmed environment plus the agent's own settings."""
+    env = {key: os.environ[key] for key in EDITOR_ENV_KEYS if key in os.environ}
+    env["HERMES_HOME"] = str(hermes_home)
+    env["ANTHROPIC_API_KEY"] = API_KEY
+    if base_url is not None:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    return env
+
+
+@contextmanager
+def scratch_dirs() -> Iterator[tuple[Path, Path]]:
+    """A fresh HERMES_HOME and a fresh workspace, removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="acp-hermes-bench-"))
+    try:
+        home, workspace = root / "hermes-home", root / "workspace"
+        home.mkdir()
+        workspace.mkdir()
+        yield home, workspace
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def initialize_params() -> dict[str, Any]:
+    return {
+        "protocolVersion": 1,
+        "clientCapabilities": CLIENT_CAPABILITIES,
+        "clientInfo": {"name": "acp-hermes-bench", "version": "0"},
+    }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Memory of the interpreter process
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(child) for child in text)
+    return found
+
+
+def interpreter_pid(pid: int) -> int:
+    """The Python interpreter serving ACP: ``pid`` itself, or the first Python below a launcher."""
+    pending = [pid]
+    while pending:
+        candidate = pending.pop(0)
+        if Path(_exe(candidate)).name.startswith("python"):
+            return candidate
+        pending.extend(_children(candidate))
+    raise RuntimeError(f"no Python interpreter in process {pid} or its children ({_exe(pid)})")
+
+
+def cpu_ns(pid: int) -> int:
+    """CPU time the whole process has used so far, threads that already ended included.
+
+    Waiting for a CPU on a busy machine does not count, so this is steadier than wall time. Read
+    through the process's CPU clock, whose id Linux derives from the pid (as glibc's
+    clock_getcpuclockid does): ``(~pid << 3) | CPUCLOCK_SCHED``.
+    """
+    clock = ((~pid << 3) | 2) & 0xFFFFFFFF
+    return time.clock_gettime_ns(clock - (1 << 32) if clock >= 1 << 31 else clock)
+
+
+def peak_rss_kb(pid: int) -> int:
+    """VmHWM: the most resident memory the process has had so far."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+# ----------------------------------------------------------------------------------------------------
+# One cold start
+
+
+@dataclass
+class StartRun:
+    initialize_ms: float
+    initialize_cpu_ms: float  # CPU the agent used until it answered initialize
+    new_session_ms: float
+    peak_rss_kb: int
+    interpreter: str
+    first_chunk_ms: float | None = None  # first session/prompt sent → its first agent_message_chunk
+    next_chunk_ms: float | None = None  # the same for the second prompt, everything loaded by then
+    settled_rss_kb: int | None = None  # VmHWM after the prompts (model SDK loaded)
+
+
+def _ms(start_ns: int, end_ns: int) -> float:
+    return (end_ns - start_ns) / 1e6
+
+
+def _is_text_chunk(message: dict[str, Any]) -> bool:
+    update = (message.get("params") or {}).get("update") or {}
+    return message.get("method") == "session/update" and update.get("sessionUpdate") == "agent_message_chunk"
+
+
+def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: IO[bytes] | int = subprocess.DEVNULL,
+               on_phase: Callable[[str], None] | None = None, agents_md: bool = False) -> StartRun:
+    """Spawn ``command``, initialize, open a session; with ``model_url`` also run two prompts."""
+    with scratch_dirs() as (home, workspace):
+        if agents_md:
+            (workspace / "AGENTS.md").write_text(SAMPLE_AGENTS_MD, encoding="utf-8")
+        agent = AgentProcess(command, editor_env(home, model_url), workspace, stderr)
+        try:
+            init = agent.request("initialize", initialize_params())
+            init_cpu_ns = cpu_ns(interpreter_pid(agent.pid))  # idle now: waiting for the next request
+            if on_phase:
+                on_phase("initialize")
+            new = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            if on_phase:
+                on_phase("session/new")
+            python = interpreter_pid(agent.pid)
+            run = StartRun(
+                initialize_ms=_ms(agent.spawned_ns, init.at_ns),
+                initialize_cpu_ms=init_cpu_ns / 1e6,
+                new_session_ms=_ms(init.at_ns, new.at_ns),
+                peak_rss_kb=peak_rss_kb(python),
+                interpreter=_exe(python),
+            )
+            if model_url is not None:
+                session_id = new.message["result"]["sessionId"]
+                run.first_chunk_ms = time_to_first_chunk(agent, session_id)
+                run.next_chunk_ms = time_to_first_chunk(agent, session_id)
+                run.settled_rss_kb = peak_rss_kb(python)
+            return run
+        finally:
+            code = agent.close()
+            if code != 0:
+                raise RuntimeError(f"{command[-1]} exited with {code}")
+
+
+def time_to_first_chunk(agent: AgentProcess, session_id: str) -> float:
+    """Send a prompt; milliseconds until its first streamed text chunk. Waits for the turn to end."""
+    sent_ns = time.perf_counter_ns()
+    prompt_id = agent.send("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "Hi."}]})
+    first = agent.until(_is_text_chunk)
+    done = agent.response(prompt_id)
+    if done.message["result"].get("stopReason") != "end_turn":
+        raise RuntimeError(f"unexpected prompt result {done.message}")
+    return _ms(sent_ns, first.at_ns)
+
+
+def scripted_reply(request: ModelRequest) -> MessageReply:
+    """Every model call (the turn and the background title) gets a short streamed answer."""
+    return MessageReply([TextBlock(FIRST_REPLY, chunks=4)])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reporting
+
+
+@dataclass
+class Series:
+    values: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def describe(self, digits: int = 1) -> str:
+        return f"{self.median:.{digits}f} [{min(self.values):.{digits}f}–{max(self.values):.{digits}f}]"
+
+
+def _series(runs: list[StartRun], pick: Callable[[StartRun], float | None]) -> Series:
+    return Series([value for run in runs if (value := pick(run)) is not None])
+
+
+def report(floor: list[StartRun], hermes: list[StartRun]) -> bool:
+    """Print the comparison; True when every target holds."""
+    init_f, init_h = _series(floor, lambda r: r.initialize_ms), _series(hermes, lambda r: r.initialize_ms)
+    new_f, new_h = _series(floor, lambda r: r.new_session_ms), _series(hermes, lambda r: r.new_session_ms)
+    rss_f = _series(floor, lambda r: r.peak_rss_kb / 1024)
+    rss_h = _series(hermes, lambda r: r.peak_rss_kb / 1024)
+    cpu_f, cpu_h = _series(floor, lambda r: r.initialize_cpu_ms), _series(hermes, lambda r: r.initialize_cpu_ms)
+    init_ratio = init_h.median / init_f.median
+    rss_ratio = rss_h.median / rss_f.median
+    checks = [
+        init_ratio <= TARGET_INITIALIZE_RATIO,
+        new_h.median <= TARGET_NEW_SESSION_MS,
+        rss_ratio <= TARGET_RSS_RATIO,
+    ]
+    verdict = ["ok" if ok else "MISSED" for ok in checks]
+    print(f"\nmedian [min–max] of {len(hermes)} cold starts each; interpreter {hermes[0].interpreter}")
+    print(f"{'':32}{'floor (bare SDK)':>24}{'acp-hermes':>24}{'ratio':>8}   target")
+    print(f"{'spawn → initialize (ms)':32}{init_f.describe(0):>24}{init_h.describe(0):>24}{init_ratio:>8.2f}"
+          f"   ≤ {TARGET_INITIALIZE_RATIO} × floor: {verdict[0]}")
+    paired = statistics.median(h.initialize_ms / f.initialize_ms for f, h in zip(floor, hermes, strict=True))
+    print(f"{'  paired: median of run ratios':32}{'':>24}{'':>24}{paired:>8.2f}"
+          "   (each start against the floor's just before it)")
+    print(f"{'  CPU used until then (ms)':32}{cpu_f.describe(0):>24}{cpu_h.describe(0):>24}"
+          f"{cpu_h.median / cpu_f.median:>8.2f}   (less sensitive to a busy machine)")
+    print(f"{'initialize → session/new (ms)':32}{new_f.describe():>24}{new_h.describe():>24}{'':>8}"
+          f"   ≤ {TARGET_NEW_SESSION_MS:.0f} ms: {verdict[1]}")
+    print(f"{'peak RSS after session/new (MB)':32}{rss_f.describe():>24}{rss_h.describe():>24}{rss_ratio:>8.2f}"
+          f"   ≤ {TARGET_RSS_RATIO} × floor: {verdict[2]}")
+    chunk = _series(hermes, lambda r: r.first_chunk_ms)
+    if chunk.values:
+        later = _series(hermes, lambda r: r.next_chunk_ms)
+        settled = _series(hermes, lambda r: None if r.settled_rss_kb is None else r.settled_rss_kb / 1024)
+        print("\nprompts against a scripted model on loopback (no target):")
+        print(f"{'  first, sent at once: → chunk (ms)':32}{'':>24}{chunk.describe(0):>24}   waits for the model SDK "
+              "import started after session/new")
+        print(f"{'  second prompt → first chunk (ms)':32}{'':>24}{later.describe(1):>24}")
+        print(f"{'  peak RSS after them (MB)':32}{'':>24}{settled.describe():>24}{settled.median / rss_f.median:>8.2f}")
+    return all(checks)
+
+
+# ----------------------------------------------------------------------------------------------------
+# -X importtime: what each response waits for
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str
+    self_us: int
+    cumulative_us: int
+
+
+def parse_importtime(text: str) -> list[Import]:
+    found = []
+    for line in text.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        fields = line.removeprefix("import time:").split("|")
+        if len(fields) != 3 or not fields[0].strip().isdigit():
+            continue
+        found.append(Import(fields[2].strip(), int(fields[0]), int(fields[1])))
+    return found
+
+
+def importtime_phases(command: Sequence[str]) -> dict[str, list[Import]]:
+    """Imports before the initialize response, and between it and the session/new response.
+
+    stderr goes to a file and Python writes it line by line, so everything imported before a
+    response was written is already in the file when the response arrives: its size then is
+    the boundary (an import begun just after the response may slip in before it).
+    """
+    is_python = Path(command[0]).name.startswith("python")
+    python, *script = command if is_python else (str(VENV_BIN / "python"), *command)
+    with tempfile.TemporaryFile() as log:
+        marks: dict[str, int] = {}
+
+        def mark(phase: str) -> None:
+            marks[phase] = os.fstat(log.fileno()).st_size
+
+        cold_start((python, "-X", "importtime", *script), stderr=log, on_phase=mark)
+        log.seek(0)
+        data = log.read()
+    return {
+        "initialize": parse_importtime(data[: marks["initialize"]].decode("utf-8", "replace")),
+        "session/new": parse_importtime(data[marks["initialize"] : marks["session/new"]].decode("utf-8", "replace")),
+    }
+
+
+def print_imports(title: str, imports: list[Import], top: int) -> None:
+    total = sum(item.self_us for item in imports)
+    print(f"\n{title}: {len(imports)} modules, {total / 1000:.1f} ms (self times, inflated by -X importtime)")
+    for item in sorted(imports, key=lambda i: -i.self_us)[:top]:
+        print(f"  {item.self_us / 1000:7.1f} ms  {item.module}")
+
+
+def run_importtime(server: Sequence[str], top: int) -> None:
+    floor = importtime_phases(FLOOR_COMMAND)
+    hermes = importtime_phases(server)
+    floor_modules = {item.module for phase in floor.values() for item in phase}
+    extra = [item for item in hermes["initialize"] if item.module not in floor_modules]
+    print_imports("floor: imported before its initialize response", floor["initialize"], 5)
+    print_imports("acp-hermes: imported before the initialize response, beyond the floor", extra, top)
+    print_imports("acp-hermes: imported between the initialize and session/new responses",
+                  hermes["session/new"], top)
+
+
+# ----------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15, help="cold starts of each agent (default 15, at least 10)")
+    parser.add_argument("--importtime", action="store_true", help="list what is imported before each response")
+    parser.add_argument("--top", type=int, default=25, help="modules listed per phase with --importtime")
+    parser.add_argument("--agents-md", action="store_true",
+                        help="put a 5 KB AGENTS.md in each workspace (session/new then loads and scans it)")
+    add_server_option(parser)
+    args = parser.parse_args(argv)
+    server = tuple(shlex.split(args.server))
+    if args.importtime:
+        run_importtime(server, args.top)
+        return 0
+    if args.runs < 10:
+        parser.error("--runs must be at least 10")
+    with ScriptedModelServer(scripted_reply) as model:
+        cold_start(FLOOR_COMMAND)  # one unmeasured start of each: page cache and .pyc files
+        cold_start(server, model_url=model.base_url, agents_md=args.agents_md)
+        floor: list[StartRun] = []
+        hermes: list[StartRun] = []
+        for number in range(args.runs):
+            floor.append(cold_start(FLOOR_COMMAND))
+            hermes.append(cold_start(server, model_url=model.base_url, agents_md=args.agents_md))
+            print(f"\rrun {number + 1}/{args.runs}", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return 0 if report(floor, hermes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The ``session_search`` tool: recall past sessions from the shared SessionDB.
+
+The pipeline lives in ``memory.recall``; this module declares the tool, reads its arguments
+the way Hermes does (``role_filter`` is a comma-separated string) and plugs in the summarizer:
+one short non-streamed call per session to the auxiliary model (``Settings.auxiliary_model``)
+through the session's provider, ``ctx.services["provider"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from memory.recall import (
+    ALL_ROLES,
+    DEFAULT_PARALLEL,
+    DEFAULT_ROLES,
+    DEFAULT_TIMEOUT,
+    MAX_RECENT,
+    MAX_SESSIONS,
+    SORT_ORDERS,
+    RecallResult,
+    Summarizer,
+    SummaryRequest,
+    recall,
+)
+from memory.session_db import SessionDB
+from tools.registry import Access, Presentation, Tool, ToolContext, ToolError, ToolResult
+
+if TYPE_CHECKING:
+    from acp_hermes.llm import AnthropicProvider
+    from acp_hermes.pricing import Usage
+
+SUMMARY_MAX_TOKENS = 500
+_TITLE_QUERY_CHARS = 60
+
+DESCRIPTION = f"""\
+Search your past sessions with this user (every earlier conversation in any project, kept in \
+a local database) and get a short recap of each matching session written for your query.
+
+Use it when the user refers to earlier work ("like last time", "what did we decide about X", \
+"the bug we fixed yesterday") or when a past conversation probably solved the problem at hand, \
+before asking the user to repeat themselves. The current session is never searched.
+
+- No query: lists the most recent sessions (title, date, folder, size); costs nothing.
+- With a query: keyword search (not semantic), best matches first. Words are ANDed; use OR for \
+alternatives (`deploy OR release`), "double quotes" for a phrase, `prefix*` for word starts. \
+Use words that were likely written in that conversation.
+- limit: sessions to recap (default 3, at most {MAX_SESSIONS}; up to {MAX_RECENT} when listing).
+- role_filter: comma-separated roles whose messages may match: {", ".join(ALL_ROLES)}; default \
+"{",".join(DEFAULT_ROLES)}" (tool output is mostly noise).
+- sort: relevance (default), newest (where did we leave X) or oldest (how did X start).\
+"""
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": "Keywords, phrases or boolean expressions to find. Omit to list recent sessions.",
+        },
+        "limit": {
+            "type": "integer",
+            "description": f"How many sessions (default 3, at most {MAX_SESSIONS}).",
+            "default": 3,
+        },
+        "role_filter": {
+            "type": "string",
+            "description": 'Comma-separated roles whose messages may match, e.g. "user" or "user,assistant,tool".',
+        },
+        "sort": {
+            "type": "string",
+            "enum": list(SORT_ORDERS),
+            "description": "relevance (default), newest or oldest first.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+SUMMARY_SYSTEM = (
+    "You recall past conversations between a developer and a coding agent. Given a search topic and an "
+    "excerpt of one past session, write a factual recap focused on the topic: what was asked, what was "
+    "done and decided, the outcome, and exact details worth reusing (commands, file paths, names, errors). "
+    "Past tense, at most 150 words, no preamble. If the excerpt does not cover the topic, say so in one line."
+)
+
+
+def summary_prompt(request: SummaryRequest) -> str:
+    """The user message for one session's recap: topic, session label, then the conversation."""
+    title = request.title or "untitled"
+    return f"Search topic: {request.query}\nSession: {title}\n\n<conversation>\n{request.conversation}\n</conversation>"
+
+
+def provider_summarizer(
+    provider: AnthropicProvider, model: str, charge: Callable[[Usage], Awaitable[None]] | None = None
+) -> Summarizer:
+    """A summarizer that asks ``model`` (the auxiliary model) through ``provider``; ``charge``
+    adds each call's tokens and cost to the current session."""
+
+    async def summarize(request: SummaryRequest) -> str:
+        text, usage = await provider.complete(
+            model=model, system=SUMMARY_SYSTEM, prompt=summary_prompt(request), max_tokens=SUMMARY_MAX_TOKENS
+        )
+        if charge is not None:
+            await charge(usage)
+        return text
+
+    return summarize
+
+
+def search_title(query: object) -> str:
+    """``Search past sessions: "<query>"`` or ``Recent sessions`` for an empty query."""
+    text = " ".join(query.split()) if isinstance(query, str) else ""
+    if not text:
+        return "Recent sessions"
+    if len(text) > _TITLE_QUERY_CHARS:
+        text = text[: _TITLE_QUERY_CHARS - 1] + "…"
+    return f'Search past sessions: "{text}"'
+
+
+def parse_roles(role_filter: object) -> tuple[str, ...]:
+    """Hermes's comma-separated ``role_filter``; absent or blank means the default roles."""
+    if role_filter is None or (isinstance(role_filter, str) and not role_filter.strip()):
+        return DEFAULT_ROLES
+    if not isinstance(role_filter, str):
+        raise ToolError('role_filter must be a comma-separated string such as "user,assistant".')
+    return tuple(part for part in role_filter.split(",") if part.strip())
+
+
+def _present(args: dict[str, Any], cwd: Path) -> Presentation:
+    return Presentation(search_title(args.get("query")))
+
+
+def _summarizer(ctx: ToolContext) -> Summarizer | None:
+    provider, settings = ctx.services.get("provider"), ctx.services.get("settings")
+    if provider is None or settings is None:
+        return None
+    record_usage = ctx.services.get("record_usage")
+
+    async def charge(usage: Usage) -> None:
+        if record_usage is not None:
+            await anyio.to_thread.run_sync(record_usage, ctx.session_id, settings.auxiliary_model, usage)
+
+    return provider_summarizer(provider, settings.auxiliary_model, charge)
+
+
+async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    db = ctx.services.get("db")
+    if not isinstance(db, SessionDB):
+        raise ToolError("the session history is not available in this session.")
+    query = args.get("query") or ""
+    try:
+        result = await recall(
+            db,
+            query,
+            current_session=ctx.session_id,
+            limit=args.get("limit"),
+            role_filter=parse_roles(args.get("role_filter")),
+            sort=args.get("sort") or "relevance",
+            summarize=_summarizer(ctx),
+            timeout=DEFAULT_TIMEOUT,
+            max_parallel=DEFAULT_PARALLEL,
+        )
+    except ValueError as error:  # an unknown role
+        raise ToolError(str(error)) from error
+    return ToolResult(result.text(), raw_output=_raw_output(result))
+
+
+def _raw_output(result: RecallResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "sessions": [
+            {"sessionId": s.session_id, "title": s.title, "summarized": s.summary is not None}
+            for s in result.sessions
+        ],
+    }
+
+
+SESSION_SEARCH_TOOL = Tool(
+    name="session_search",
+    description=DESCRIPTION,
+    schema=SCHEMA,
+    handler=_run,
+    toolset="session_search",
+    kind="search",
+    access=Access.READ,
+    parallel_safe=True,
+    present=_present,
+)
