@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -552,6 +553,13 @@ class _HTTPServer(ThreadingHTTPServer):
     ) -> None:
         self.owner = owner
         super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request is routine here (cancel tests), not an error to print."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            logger.debug("client %s went away", client_address)
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

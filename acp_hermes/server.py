@@ -140,6 +140,7 @@ class HermesAgent:
         self._manager: SessionManager | None = None
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._failed_creations: dict[str, str] = {}  # session/new answered, but storing the session failed
 
     # -- plumbing
 
@@ -188,6 +189,10 @@ class HermesAgent:
         try:
             return self.manager.get(session_id)
         except SessionNotFoundError:
+            failure = self._failed_creations.get(session_id)
+            if failure is not None:
+                raise RequestError(INTERNAL_ERROR, f"session {session_id} could not be created: {failure}",
+                                   {"sessionId": session_id, "details": failure}) from None
             raise not_found(session_id) from None
 
     def _settings(self) -> Settings:
@@ -242,8 +247,9 @@ class HermesAgent:
                     "close": {},
                     "delete": {},
                     "additionalDirectories": {},
+                    "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
                 },
-                "_meta": {"acp-hermes": {"promptQueueing": True, "fork": True}},
+                "_meta": {"acp-hermes": {"promptQueueing": True}},
             },
             "authMethods": self.auth_methods(),
             "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
@@ -333,8 +339,9 @@ class HermesAgent:
         """
         try:
             session = self.manager.create(root, extra, session_id)
-        except Exception:
-            log.exception("session %s could not be created in %s: requests for it will not find it", session_id, root)
+        except Exception as exc:
+            log.exception("session %s could not be created in %s", session_id, root)
+            self._failed_creations[session_id] = f"{type(exc).__name__}: {exc}"
             return
         log.info("session %s created in %s", session.id, root)
         self._after_open(session)

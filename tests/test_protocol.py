@@ -65,7 +65,7 @@ async def test_initialize_tells_the_truth_about_the_agent(tmp_path: Path, fake_a
     assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
     assert caps["mcpCapabilities"] == {"http": False, "sse": False}  # MCP is not supported yet
     assert caps["loadSession"] is True
-    assert {"list", "resume", "close", "delete"} <= set(caps["sessionCapabilities"])
+    assert {"list", "resume", "close", "delete", "fork", "additionalDirectories"} <= set(caps["sessionCapabilities"])
 
     # No auth.terminal from this client: only the agent-type method, with Zed's legacy terminal-auth hint.
     methods = result["authMethods"]

@@ -23,7 +23,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from tests.schema_check import DEFAULT_SCHEMA_PATH, SCHEMA_ENV, WireValidator
+from tests.schema_check import SCHEMA_ENV, WireValidator, default_schema_path
 
 SESSION = "sess-1"
 
@@ -307,7 +307,8 @@ def test_response_seen_before_its_request_is_checked_once_the_request_shows_up()
 
 
 def test_schema_path_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    schema = json.loads(DEFAULT_SCHEMA_PATH.read_text(encoding="utf-8"))
+    official = default_schema_path()
+    schema = json.loads(official.read_text(encoding="utf-8"))
     schema["$defs"]["PromptResponse"]["required"] = ["stopReason", "usage"]
     stricter = tmp_path / "schema.json"
     stricter.write_text(json.dumps(schema), encoding="utf-8")
@@ -315,7 +316,7 @@ def test_schema_path_comes_from_the_environment(tmp_path: Path, monkeypatch: pyt
     validator = WireValidator()
     answer(validator, "session/prompt", {"stopReason": "end_turn"})
     assert any("'usage' is a required property" in error for error in validator.errors)
-    assert WireValidator(DEFAULT_SCHEMA_PATH).schema is not validator.schema
+    assert WireValidator(official).schema is not validator.schema
 
 
 # ----------------------------------------------------------------------------------------------------
