@@ -191,7 +191,9 @@ class Session:
         self._cancel_epoch = 0
         self._scope: anyio.CancelScope | None = None
         self.closed = False
+        # Called once, after the first turn that completes while the session has no title.
         self.on_first_exchange: Callable[[Session], None] | None = None
+        self._naming_started = False
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -258,7 +260,6 @@ class Session:
         content = list(converted.content)
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
-        first_exchange = not self.transcript.messages
         loop = AgentLoop(
             provider=self._runtime.provider,
             registry=self._runtime.registry,
@@ -280,7 +281,8 @@ class Session:
         if result.model_calls:
             await self._account(result.usage, result.model_calls, result.context_tokens)
         await self.report_usage()
-        if first_exchange and stop != "cancelled" and self.on_first_exchange is not None:
+        if stop != "cancelled" and not self.title and not self._naming_started and self.on_first_exchange:
+            self._naming_started = True
             self.on_first_exchange(self)
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop

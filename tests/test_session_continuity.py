@@ -1,13 +1,15 @@
-"""A reloaded session continues with the tool state it had: the todo plan survives a restart."""
+"""Sessions carry on: the todo plan survives a restart, and a session gets a title even when its
+first turn was cancelled."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.acp_harness import running_agent
-from tests.fake_anthropic import FakeAnthropic, text_reply, tool_reply
+from tests.fake_anthropic import FakeAnthropic, slow_text_reply, text_reply, tool_reply
 
 
 @pytest.mark.anyio
@@ -44,3 +46,26 @@ async def test_todo_merge_after_a_restart_updates_the_plan_the_session_had(
         ("Write the parser", "completed"),
         ("Test the parser", "pending"),
     ]
+
+
+@pytest.mark.anyio
+async def test_a_session_whose_first_turn_was_cancelled_is_named_after_its_first_completed_turn(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(slow_text_reply(200, 0.05), text_reply("Done."), text_reply("Parser refactor"))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        async with anyio.create_task_group() as group:
+            outcome: list[str] = []
+
+            async def first() -> None:
+                outcome.append(await agent.prompt(sid, "start the refactor"))
+
+            group.start_soon(first)
+            await agent.wait_for_update(sid, "agent_message_chunk")
+            await agent.conn.cancel(session_id=sid)
+        assert outcome == ["cancelled"]
+        assert not agent.updates(sid, "session_info_update")
+        assert await agent.prompt(sid, "refactor the parser") == "end_turn"
+        named = await agent.wait_for_update(sid, "session_info_update")
+    assert named["title"] == "Parser refactor"
