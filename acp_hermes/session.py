@@ -368,6 +368,7 @@ class SessionManager:
             title=record.title,
         )
         _restore_tool_state(session.scratch, rows)
+        session.last_context_tokens = _estimated_context(session.system_prompt, rows)
         self._live[record.id] = session
         return session
 
@@ -469,3 +470,10 @@ def _restore_tool_state(scratch: dict[str, Any], rows: Sequence[MessageRecord]) 
         if row.role == "tool" and row.tool_name == "todo" and display.get("status") == "completed":
             restore_todos(scratch, display.get("rawOutput"))
             return
+
+
+def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord]) -> int:
+    """Roughly how many tokens a restored conversation holds (about 4 characters a token), so the
+    editor's context gauge is not empty until the next model call reports the exact figure."""
+    characters = len(system_prompt) + sum(len(row.content) + len(row.reasoning or "") for row in rows)
+    return characters // 4

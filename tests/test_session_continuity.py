@@ -38,6 +38,9 @@ async def test_todo_merge_after_a_restart_updates_the_plan_the_session_had(
         await second.conn.load_session(cwd=str(second.workspace), session_id=sid, mcp_servers=[])
         replayed = second.updates(sid, "tool_call")
         assert replayed[0]["rawOutput"]["todos"][0]["id"] == "a"  # the stored call keeps its output
+        gauge = await second.wait_for_update(sid, "usage_update")
+        system_prompt = fake_anthropic.stream_requests[0]["system"][0]["text"]
+        assert gauge["used"] > len(system_prompt) // 4  # an estimate of the reloaded context, not zero
         before = len(second.updates(sid, "plan"))
         assert await second.prompt(sid, "the parser is written") == "end_turn"
         merged = second.updates(sid, "plan")[before:]
