@@ -479,7 +479,6 @@ class HermesAgent:
 async def _warm_up() -> None:
     """Import what a turn needs (model SDK, schema validator, loop, tools) off the event loop,
     before the first prompt: none of it is needed to answer initialize or session/new."""
-    import anyio
 
     def load() -> None:
         import anthropic  # noqa: F401
