@@ -5,7 +5,9 @@ time, so the design is built around short write transactions: WAL (readers never
 writer), ``BEGIN IMMEDIATE`` (a writer takes the write lock up front instead of failing half way),
 a short SQLite busy timeout plus application-level retries with random jitter (several processes
 waiting on one lock do not wake up in lock-step), and a passive checkpoint every few dozen writes,
-run on a background thread so no write waits for its fsync.
+run on a background thread so no write waits for its fsync. Likewise the full-text indexes are
+kept in step inside each write, but their segments are merged by a background thread once the
+process has paused writing (``_IdleMerger``), so no append pays for a merge.
 
 Transcripts are append-only: one row per message, written as it happens (invariant 5). Column
 names follow Hermes's ``state.db`` where the meaning is the same (reference/hermes.md §19).
@@ -39,6 +41,7 @@ from memory.session_schema import (
     WORD_INDEX,
     SearchSupport,
     detect_search_support,
+    merge_index_segments,
     schema_names,
     search_out_of_step,
     sync_search_index,
@@ -53,7 +56,9 @@ WRITE_ATTEMPTS = 15
 RETRY_JITTER_SECONDS = (0.020, 0.150)
 CHECKPOINT_EVERY_WRITES = 50
 WAL_RESTART_FRAMES = 8_192
-INDEX_MERGE_PAGES_PER_APPEND = 16
+INDEX_MERGE_IDLE_SECONDS = 1.0
+INDEX_MERGE_PAGES_PER_STEP = 16
+INDEX_MERGE_STEPS_PER_CHECKPOINT = 64
 RANK_WINDOW = 5_000
 SNIPPET_OPEN = ">>>"
 SNIPPET_CLOSE = "<<<"
@@ -328,19 +333,173 @@ class _Checkpointer:
             conn.close()
 
 
+class _IdleMerger:
+    """Merges the full-text indexes' segments once this process has stopped writing for a moment.
+
+    Appends only add segments (see the notes in ``memory.session_schema``); merging them inside
+    the append made the slowest appends slow. Here it waits until ``idle_seconds`` pass without a
+    write from this process, then merges in steps of INDEX_MERGE_PAGES_PER_STEP pages, each its
+    own transaction on a connection of its own, so readers never wait for it. Each step holds the
+    SessionDB's write gate: a write of this process that arrives meanwhile waits for that one
+    step (usually a millisecond or two) instead of sleeping in SQLite's busy handler, and stops
+    the run; it resumes after the next quiet spell. When another process holds the write lock the
+    step gives up at once and is retried after the next quiet spell.
+    """
+
+    def __init__(self, path: Path, tables: Sequence[str], gate: threading.Lock, idle_seconds: float) -> None:
+        self._path = path
+        self._tables = tuple(tables)
+        self._gate = gate
+        self._idle_seconds = idle_seconds
+        self._changed = threading.Condition()
+        self._writes = 0  # write notices from this process (two per write: as it starts and ends)
+        self._settled_writes = 0  # of those, how many the merges have caught up with
+        self._last_write = 0.0  # time.monotonic() of the latest notice
+        self._idle = True  # the thread waits for a write, not for a quiet spell or a merge step
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def note_write(self) -> None:
+        """A write of this process starts or ends: stop merging, wait for the next quiet spell."""
+        if not self._tables:
+            return
+        with self._changed:
+            if self._stopping:
+                return
+            self._writes += 1
+            self._last_write = time.monotonic()
+            if self._idle:  # otherwise it notices on its own: waking it for every write costs the writer
+                self._changed.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="state.db index merges", daemon=True)
+                self._thread.start()
+
+    def wait_until_settled(self, timeout: float | None) -> bool:
+        with self._changed:
+            self._changed.wait_for(lambda: self._stopping or self._settled_writes == self._writes, timeout)
+            return self._settled_writes == self._writes
+
+    def stop(self) -> None:
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        try:
+            # No busy timeout: while another process writes, merging can wait for a quieter moment.
+            conn = sqlite3.connect(self._path, timeout=0, isolation_level=None)
+        except sqlite3.Error as exc:
+            log.warning("full-text index merges disabled for this process: %s", exc)
+            with self._changed:
+                self._stopping = True
+                self._changed.notify_all()
+            return
+        try:
+            while (writes := self._next_quiet_spell()) is not None:
+                if self._merge_all(conn, writes):
+                    with self._changed:
+                        self._settled_writes = max(self._settled_writes, writes)
+                        self._changed.notify_all()
+        finally:
+            conn.close()
+
+    def _next_quiet_spell(self) -> int | None:
+        """Wait for unmerged writes followed by ``idle_seconds`` without one; their count (None: stop)."""
+        with self._changed:
+            while not self._stopping:
+                if self._settled_writes == self._writes:
+                    self._idle = True
+                    self._changed.wait()
+                    self._idle = False
+                    continue
+                quiet_in = self._last_write + self._idle_seconds - time.monotonic()
+                if quiet_in <= 0:
+                    return self._writes
+                self._changed.wait(quiet_in)
+            return None
+
+    def _interrupted(self, writes: int) -> bool:
+        with self._changed:
+            return self._stopping or self._writes != writes
+
+    def _merge_all(self, conn: sqlite3.Connection, writes: int) -> bool:
+        """Merge step by step until no index has work (True) or a write or stop interrupts (False)."""
+        steps = 0
+        finished = False
+        while not self._interrupted(writes):
+            try:
+                with self._gate:
+                    worked = self._step(conn)
+            except sqlite3.Error as exc:
+                if isinstance(exc, sqlite3.OperationalError) and _is_contention(exc):
+                    break
+                log.warning("full-text index merge failed; retried after the next write: %s", exc)
+                finished = True
+                break
+            if not worked:
+                finished = True
+                break
+            steps += 1
+            if steps % INDEX_MERGE_STEPS_PER_CHECKPOINT == 0:
+                _checkpoint_quietly(conn)
+        if steps:
+            _checkpoint_quietly(conn)
+        return finished
+
+    def _step(self, conn: sqlite3.Connection) -> bool:
+        return _run_in_transaction(
+            conn, lambda conn: merge_index_segments(conn, self._tables, INDEX_MERGE_PAGES_PER_STEP)
+        )
+
+
+def _run_in_transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``work`` in one BEGIN IMMEDIATE transaction on ``conn``; roll back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _checkpoint_quietly(conn: sqlite3.Connection) -> None:
+    """A PASSIVE checkpoint: the merges' pages go to the database file and, if no write came
+    meanwhile, the next write starts the WAL over instead of making it longer."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except sqlite3.Error as exc:
+        log.debug("checkpoint after index merges skipped: %s", exc)
+
+
 class SessionDB:
     """The shared session store. Thread-safe; every method is one short statement or transaction."""
 
-    def __init__(self, path: Path, *, search_support: SearchSupport | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        search_support: SearchSupport | None = None,
+        index_merge_idle_seconds: float = INDEX_MERGE_IDLE_SECONDS,
+    ) -> None:
         """Open (creating and migrating if needed) the database at ``path``.
 
         ``search_support`` defaults to what this SQLite build offers; passing less turns
         full-text indexes off for this file (what a build without FTS5 does on its own).
+        ``index_merge_idle_seconds`` is how long this process must not write before the
+        full-text index segments its writes added are merged.
         """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._support = search_support or detect_search_support()
         self._lock = threading.Lock()
+        self._write_gate = threading.Lock()  # one write at a time in this process, merges included
         self._writes = 0
         self._closed = False
         self._checkpointer = _Checkpointer(self.path)
@@ -354,11 +513,16 @@ class SessionDB:
         except BaseException:
             self._conn.close()
             raise
+        self._merger = _IdleMerger(self.path, sorted(self._search), self._write_gate, index_merge_idle_seconds)
 
     # -- lifecycle
 
     def close(self) -> None:
-        """Checkpoint and truncate the WAL (best effort: another process may be reading) and close."""
+        """Checkpoint and truncate the WAL (best effort: another process may be reading) and close.
+
+        Index merges not done yet are left for a later process: the index is complete without them.
+        """
+        self._merger.stop()
         with self._lock:
             if self._closed:
                 return
@@ -378,6 +542,13 @@ class SessionDB:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def wait_for_index_merges(self, timeout: float | None = None) -> bool:
+        """Block until the idle-time merges have caught up with this process's writes (False: timed out).
+
+        For benchmarks and tests that want the index tidy; nothing else needs to wait.
+        """
+        return self._merger.wait_until_settled(timeout)
 
     @property
     def search_available(self) -> bool:
@@ -687,8 +858,6 @@ class SessionDB:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 row,
             )
-            for table in self._search:
-                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (INDEX_MERGE_PAGES_PER_APPEND,))
             return int(inserted.lastrowid or 0)
 
         return self._write(work)
@@ -845,17 +1014,7 @@ class SessionDB:
 
     def _in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work`` in one BEGIN IMMEDIATE transaction; roll back on any error."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            raise
-        return result
+        return _run_in_transaction(self._conn, work)
 
     def _retrying(self, action: Callable[[], T]) -> T:
         """Run ``action`` under the lock; on lock contention with other processes, wait and retry."""
@@ -880,7 +1039,14 @@ class SessionDB:
             self._after_write()
             return result
 
-        return self._retrying(attempt)
+        # Noted before: a merge run in progress stops after its current step instead of taking
+        # the gate again. Noted after: the quiet spell the merges wait for starts when it ends.
+        self._merger.note_write()
+        try:
+            with self._write_gate:
+                return self._retrying(attempt)
+        finally:
+            self._merger.note_write()
 
     def _after_write(self) -> None:
         """Every few writes, have the WAL copied back into the database (PASSIVE, in the background).

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memory.fts_query import sanitize_fts_query, trigram_query
+from memory.fts_query import CJK_GLOB, is_cjk_char, sanitize_fts_query, trigram_query
 from memory.session_db import (
     RANK_WINDOW,
     SCHEMA_VERSION,
@@ -509,6 +509,39 @@ def test_search_excludes_rewound_messages_unless_compacted(db: SessionDB, db_pat
     assert [hit.message_id for hit in db.search_messages("platypus")] == [compacted]
 
 
+def index_rows(path: Path) -> int:
+    """Rows (segment pages plus two records) of the word index: fewer once segments are merged."""
+    conn = raw(path)
+    try:
+        return int(conn.execute("SELECT count(*) FROM messages_fts_data").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_index_segments_are_merged_once_the_writer_pauses(tmp_path: Path) -> None:
+    texts = [f"quokka note {index} " + "wallaby " * (index % 5) + "数据库" * (index % 2) for index in range(60)]
+    found: dict[str, tuple[list[int], list[int]]] = {}
+    rows: dict[str, int] = {}
+    for label, idle_seconds in (("unmerged", 3600.0), ("merged", 0.0)):
+        path = tmp_path / label / "state.db"
+        with SessionDB(path, index_merge_idle_seconds=idle_seconds) as db:
+            new_session(db, "s1")
+            for text in texts:
+                db.append_message("s1", "user", text)
+            if label == "merged":
+                assert db.wait_for_index_merges(timeout=60)
+            found[label] = (
+                sorted(hit.message_id for hit in db.search_messages("wallaby", limit=100)),
+                sorted(hit.message_id for hit in db.search_messages(trigram_query("数据库"), trigram=True, limit=100)),
+            )
+        rows[label] = index_rows(path)  # closing did not wait an hour for the unmerged one's pause
+        assert_indexes_consistent(path)
+
+    assert rows["merged"] < rows["unmerged"]
+    assert found["merged"] == found["unmerged"]
+    assert (len(found["merged"][0]), len(found["merged"][1])) == (48, 30)
+
+
 # --- schema ---------------------------------------------------------------------------------------
 
 VERSION_1_DDL = """
@@ -576,6 +609,67 @@ def test_version_1_database_is_migrated_and_keeps_its_data(db_path: Path) -> Non
     assert_indexes_consistent(db_path)
 
 
+# The trigram index's insert trigger as schema version 2 wrote it: the GLOB alone decides.
+VERSION_2_TRIGRAM_TEXT = (
+    "coalesce(new.content, '') || ' ' || coalesce(new.tool_name, '') || ' ' || replace(replace(replace("
+    "coalesce(new.tool_calls, ''), '\"id\":', ' '), '\"name\":', ' '), '\"arguments\":', ' ')"
+)
+VERSION_2_TRIGRAM_INSERT = (
+    "CREATE TRIGGER messages_fts_trigram_insert AFTER INSERT ON messages BEGIN "
+    f"INSERT INTO messages_fts_trigram(rowid, content) SELECT new.id, {VERSION_2_TRIGRAM_TEXT} "
+    f"WHERE ({VERSION_2_TRIGRAM_TEXT}) GLOB '{CJK_GLOB}'; END"
+)
+
+
+def test_version_2_database_gets_the_cheaper_cjk_test_and_keeps_its_index(db_path: Path) -> None:
+    with SessionDB(db_path) as db:
+        new_session(db, "s1")
+        db.append_message("s1", "user", "早期的会话 about tapirs")
+    conn = raw(db_path)
+    conn.execute("DROP TRIGGER messages_fts_trigram_insert")
+    conn.execute(VERSION_2_TRIGRAM_INSERT)
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+
+    with SessionDB(db_path) as db:
+        db.append_message("s1", "user", "后来的会话 about tapirs")
+        db.append_message("s1", "user", "plain tapirs")
+        assert len(db.search_messages(trigram_query("的会话"), trigram=True)) == 2
+
+    conn = raw(db_path)
+    (trigger,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts_trigram_insert'").fetchone()
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+    assert "length(CAST(" in trigger
+    assert_indexes_consistent(db_path)
+
+
+def test_trigram_index_holds_exactly_the_messages_with_cjk_letters(db: SessionDB, db_path: Path) -> None:
+    new_session(db, "s1")
+    texts = {
+        "ascii": "plain words only",
+        "latin": "café naïve résumé",
+        "emoji": "shipped it 🚀",
+        "punctuation": "only CJK punctuation，。",
+        "han": "数据库",
+        "kana": "データ",
+        "hangul": "데이터",
+        "ideograph in an astral plane": "𠀋 rare",
+    }
+    ids = {label: db.append_message("s1", "user", text) for label, text in texts.items()}
+    in_tool_call = db.append_message(
+        "s1", "assistant", "calling", tool_calls=[{"id": "c1", "name": "search_files", "arguments": {"q": "数据"}}]
+    )
+    conn = raw(db_path)
+    indexed = {row[0] for row in conn.execute("SELECT id FROM messages_fts_trigram_source")}
+    conn.close()
+
+    expected = {ids[label] for label, text in texts.items() if any(is_cjk_char(char) for char in text)}
+    assert expected == {ids["han"], ids["kana"], ids["hangul"], ids["ideograph in an astral plane"]}
+    assert indexed == expected | {in_tool_call}
+    assert_indexes_consistent(db_path)  # the trigger put exactly these rows in the index
+
+
 def test_database_is_wal_with_foreign_keys_and_reopens_cheaply(db: SessionDB, db_path: Path) -> None:
     new_session(db, "s1")
     db.append_message("s1", "user", "persisted")
@@ -599,6 +693,7 @@ def test_without_full_text_support_writes_work_and_search_degrades(db_path: Path
         assert (degraded.search_available, degraded.trigram_available) == (False, False)
         assert degraded.search_messages("narwhal") == []
         assert len(degraded.messages("s1")) == 2
+        assert degraded.wait_for_index_merges(timeout=0)  # no index, nothing to merge
 
     with SessionDB(db_path, search_support=SearchSupport(words=True, trigrams=False)) as words_only:
         words_only.append_message("s1", "user", "written without trigrams: 独角鲸数据库")
@@ -615,23 +710,39 @@ def test_without_full_text_support_writes_work_and_search_degrades(db_path: Path
 # --- concurrency ----------------------------------------------------------------------------------
 
 
-def test_threads_sharing_one_instance_lose_nothing(db: SessionDB) -> None:
-    new_session(db, "s1")
-    barrier = threading.Barrier(4)
+def append_from_threads(db: SessionDB, session_id: str, threads: int, appends: int, word: str) -> None:
+    """Every thread appends ``appends`` messages to one session at the same time."""
+    barrier = threading.Barrier(threads)
 
     def append_many(worker: int) -> None:
         barrier.wait()
-        for index in range(50):
-            db.append_message("s1", "user", f"thread {worker} message {index}")
+        for index in range(appends):
+            db.append_message(session_id, "user", f"thread {worker} {word} {index}")
 
-    threads = [threading.Thread(target=append_many, args=(worker,)) for worker in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    workers = [threading.Thread(target=append_many, args=(worker,)) for worker in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_threads_sharing_one_instance_lose_nothing(db: SessionDB) -> None:
+    new_session(db, "s1")
+    append_from_threads(db, "s1", threads=4, appends=50, word="message")
 
     assert len(db.messages("s1")) == 200
     assert db.get_session("s1").message_count == 200  # type: ignore[union-attr]
+
+
+def test_merges_between_the_writes_of_several_threads_lose_nothing(db_path: Path) -> None:
+    with SessionDB(db_path, index_merge_idle_seconds=0.0) as db:  # merging whenever no write runs
+        new_session(db, "s1")
+        append_from_threads(db, "s1", threads=3, appends=80, word="echidna")
+        assert db.wait_for_index_merges(timeout=60)
+
+        assert len(db.search_messages("echidna", limit=1_000)) == 240
+        assert db.get_session("s1").message_count == 240  # type: ignore[union-attr]
+    assert_indexes_consistent(db_path)
 
 
 WRITER = textwrap.dedent(
