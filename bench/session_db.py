@@ -11,7 +11,8 @@ lengths interleaved in time, one 5,000-message session. It is bulk-loaded with t
 dropped; reopening SessionDB then notices the missing triggers and rebuilds both indexes.
 
 Targets: FTS stage (sanitise + MATCH + rank + group by session) p50 <= 30 ms, p99 <= 100 ms;
-append_message p99 <= 2 ms; list_sessions <= 20 ms; reading 5,000 messages well under 300 ms;
+append_message p99 <= 2 ms; list_sessions, and session/list through the real server
+(acp-hermes on a HERMES_HOME linked to this database), <= 20 ms; reading 5,000 messages well under 300 ms;
 zero failed writes with 4 processes appending at once.
 
 The appends run back to back, so SessionDB's idle-time index merges do not run among them: what
@@ -30,6 +31,7 @@ import json
 import math
 import multiprocessing
 import random
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -39,6 +41,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from startup import AgentProcess, add_server_option, editor_env, initialize_params, scratch_dirs
 
 from memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
 from memory.session_db import INDEX_MERGE_IDLE_SECONDS, SessionDB
@@ -414,6 +418,36 @@ def fts_stage(db: SessionDB, query: str, exclude: set[str]) -> list[str]:
     return list(best)
 
 
+def _timed_request(agent: AgentProcess, method: str, params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """(ms from writing the request to the response line's arrival, the result)."""
+    sent_ns = time.perf_counter_ns()
+    line = agent.response(agent.send(method, params))
+    return (line.at_ns - sent_ns) / 1e6, line.message["result"]
+
+
+def acp_session_list(server: list[str], path: Path, project: str, rounds: int) -> tuple[Figures, Figures, Figures]:
+    """``session/list`` through the real server on this database: first page, by cwd, next page.
+
+    The server's HERMES_HOME holds a symlink to the database (SQLite follows it, so the WAL stays
+    beside the real file). One unmeasured call first: state.db opens on a thread at start-up.
+    """
+    with scratch_dirs() as (home, workspace):
+        own = home / "acp-hermes"
+        own.mkdir(parents=True, exist_ok=True)
+        (own / "state.db").symlink_to(path.resolve())
+        agent = AgentProcess(server, editor_env(home), workspace)
+        try:
+            agent.request("initialize", initialize_params())
+            _timed_request(agent, "session/list", {})
+            first = [_timed_request(agent, "session/list", {})[0] for _ in range(rounds)]
+            by_cwd = [_timed_request(agent, "session/list", {"cwd": project})[0] for _ in range(rounds)]
+            cursor = _timed_request(agent, "session/list", {"cwd": project})[1]["nextCursor"]
+            deep = [_timed_request(agent, "session/list", {"cwd": project, "cursor": cursor})[0] for _ in range(rounds)]
+        finally:
+            agent.close()
+    return Figures.of(first), Figures.of(by_cwd), Figures.of(deep)
+
+
 def _append_worker(path: str, worker: int, appends: int, barrier: Any, results: Any) -> None:
     corpus = Corpus(1_000 + worker)
     texts = [corpus.message_text("assistant") for _ in range(50)]
@@ -548,6 +582,14 @@ def _run_on(path: Path, args: argparse.Namespace) -> int:
         print(f"list_sessions by cwd     {by_cwd}")
         print(f"list_sessions next page  {deep}")
         check(f"list <= {TARGET_LIST_MS} ms", max(first_page.p99, by_cwd.p99, deep.p99) <= TARGET_LIST_MS)
+        acp_first, acp_by_cwd, acp_deep = acp_session_list(shlex.split(args.server), path, project, rounds=50)
+        print(f"session/list over ACP    {acp_first}")
+        print(f"  by cwd                 {acp_by_cwd}")
+        print(f"  next page              {acp_deep}")
+        check(
+            f"session/list over ACP <= {TARGET_LIST_MS} ms",
+            max(acp_first.p99, acp_by_cwd.p99, acp_deep.p99) <= TARGET_LIST_MS,
+        )
 
         reads = []
         for _ in range(5):
@@ -586,6 +628,7 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--concurrent-appends", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=7)
+    add_server_option(parser)
     args = parser.parse_args()
     if args.quick:
         args.messages, args.sessions = 50_000, 1_000
