@@ -59,6 +59,7 @@ WAL_RESTART_FRAMES = 8_192
 INDEX_MERGE_IDLE_SECONDS = 1.0
 INDEX_MERGE_PAGES_PER_STEP = 16
 INDEX_MERGE_STEPS_PER_CHECKPOINT = 64
+INDEX_MERGE_CONTENDED_PAUSE_SECONDS = (0.25, 0.75)
 RANK_WINDOW = 5_000
 SNIPPET_OPEN = ">>>"
 SNIPPET_CLOSE = "<<<"
@@ -343,7 +344,8 @@ class _IdleMerger:
     SessionDB's write gate: a write of this process that arrives meanwhile waits for that one
     step (usually a millisecond or two) instead of sleeping in SQLite's busy handler, and stops
     the run; it resumes after the next quiet spell. When another process holds the write lock the
-    step gives up at once and is retried after the next quiet spell.
+    step gives up at once and is retried after a jittered pause of at least a quiet spell.
+    Opening counts as a write, so segments that earlier processes left unmerged are merged too.
     """
 
     def __init__(self, path: Path, tables: Sequence[str], gate: threading.Lock, idle_seconds: float) -> None:
@@ -355,6 +357,7 @@ class _IdleMerger:
         self._writes = 0  # write notices from this process (two per write: as it starts and ends)
         self._settled_writes = 0  # of those, how many the merges have caught up with
         self._last_write = 0.0  # time.monotonic() of the latest notice
+        self._not_before = 0.0  # time.monotonic() before which no merge starts (another process wrote)
         self._idle = True  # the thread waits for a write, not for a quiet spell or a merge step
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -415,7 +418,7 @@ class _IdleMerger:
                     self._changed.wait()
                     self._idle = False
                     continue
-                quiet_in = self._last_write + self._idle_seconds - time.monotonic()
+                quiet_in = max(self._last_write + self._idle_seconds, self._not_before) - time.monotonic()
                 if quiet_in <= 0:
                     return self._writes
                 self._changed.wait(quiet_in)
@@ -435,6 +438,7 @@ class _IdleMerger:
                     worked = self._step(conn)
             except sqlite3.Error as exc:
                 if isinstance(exc, sqlite3.OperationalError) and _is_contention(exc):
+                    self._pause_for_other_writers()
                     break
                 log.warning("full-text index merge failed; retried after the next write: %s", exc)
                 finished = True
@@ -448,6 +452,13 @@ class _IdleMerger:
         if steps:
             _checkpoint_quietly(conn)
         return finished
+
+    def _pause_for_other_writers(self) -> None:
+        """Another process holds the write lock: try again later rather than at once (no spinning)."""
+        pause = max(self._idle_seconds, random.uniform(*INDEX_MERGE_CONTENDED_PAUSE_SECONDS))
+        log.debug("full-text index merge deferred %.2f s: another process is writing", pause)
+        with self._changed:
+            self._not_before = time.monotonic() + pause
 
     def _step(self, conn: sqlite3.Connection) -> bool:
         return _run_in_transaction(
@@ -514,6 +525,7 @@ class SessionDB:
             self._conn.close()
             raise
         self._merger = _IdleMerger(self.path, sorted(self._search), self._write_gate, index_merge_idle_seconds)
+        self._merger.note_write()  # what earlier processes left unmerged is merged after a quiet spell
 
     # -- lifecycle
 

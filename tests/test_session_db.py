@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sqlite3
@@ -540,6 +541,53 @@ def test_index_segments_are_merged_once_the_writer_pauses(tmp_path: Path) -> Non
     assert rows["merged"] < rows["unmerged"]
     assert found["merged"] == found["unmerged"]
     assert (len(found["merged"][0]), len(found["merged"][1])) == (48, 30)
+
+
+class _DeferralCounter(logging.Handler):
+    """Counts the merger's "deferred" log lines; flags the first one and a suspicious number."""
+
+    def __init__(self, too_many: int) -> None:
+        super().__init__(logging.DEBUG)
+        self.count = 0
+        self.first = threading.Event()
+        self.too_many = threading.Event()
+        self._limit = too_many
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "merge deferred" in record.getMessage():
+            self.count += 1
+            self.first.set()
+            if self.count >= self._limit:
+                self.too_many.set()
+
+
+def test_merges_left_by_an_earlier_process_wait_politely_for_another_writer(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with SessionDB(path, index_merge_idle_seconds=3600.0) as db:  # closes before its pause: nothing merged
+        new_session(db, "s1")
+        for index in range(60):
+            db.append_message("s1", "user", f"numbat {index} " + "bilby " * (index % 3))
+    unmerged = index_rows(path)
+    other_writer = raw(path)
+    other_writer.execute("BEGIN IMMEDIATE")
+    counter = _DeferralCounter(too_many=8)  # pauses of >= 0.25 s allow about 4 in the second below
+    logger = logging.getLogger("memory.session_db")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(counter)
+    try:
+        with SessionDB(path, index_merge_idle_seconds=0.0) as db:  # opening is enough to start merging
+            assert counter.first.wait(timeout=60)
+            assert not counter.too_many.wait(timeout=1.0)  # a spinning merger gets there in microseconds
+            other_writer.execute("ROLLBACK")
+            assert db.wait_for_index_merges(timeout=60)
+            assert len(db.search_messages("bilby", limit=100)) == 40
+    finally:
+        logger.removeHandler(counter)
+        logger.setLevel(level)
+        other_writer.close()
+    assert index_rows(path) < unmerged
+    assert_indexes_consistent(path)
 
 
 # --- schema ---------------------------------------------------------------------------------------
