@@ -2,6 +2,6 @@
 
 import sys
 
-from acp_hermes.cli import main
+from acp_hermes.app.cli import main
 
 sys.exit(main())

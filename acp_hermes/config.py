@@ -15,11 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from acp_hermes.permissions.modes import Mode
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_AUXILIARY_MODEL = "claude-haiku-5-5"
 ThoughtLevel = Literal["off", "low", "medium", "high"]
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
-ModeName = Literal["default", "accept-edits", "plan", "bypass"]
 
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
@@ -105,7 +106,7 @@ class Settings(BaseModel):
     request_timeout: float = Field(default=600.0, gt=0)
     cache_ttl: Literal["5m", "1h"] = "5m"
     system_message: str | None = None
-    default_mode: ModeName = "default"
+    default_mode: Mode = Mode.DEFAULT
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     memory_char_limit: int = Field(default=2_200, ge=100)
     user_char_limit: int = Field(default=1_375, ge=100)

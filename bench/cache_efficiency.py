@@ -4,7 +4,7 @@
     .venv/bin/python bench/cache_efficiency.py --turns 60
 
 The server runs as an editor would start it (``python -m acp_hermes`` over stdio, driven by the ACP
-SDK's client through tests/acp_harness.py) against the scripted model with the provider's prefix
+SDK's client through tests/support/acp_harness.py) against the scripted model with the provider's prefix
 cache simulated (``FakeAnthropic(simulate_cache=True)``): every request's input is split into
 uncached, cache-written and cache-read tokens at exactly the breakpoints the product set. The
 session mixes plain text turns with tool turns (read_file, todo, search_files), each tool turn
@@ -31,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the harness and the fake model live in tests/, which is not installed
     sys.path.insert(0, str(ROOT))
 
-from acp_hermes.scripted_model import Reply, Usage  # noqa: E402
-from tests.fake_anthropic import CacheAccount, FakeAnthropic, text_reply, tool_reply  # noqa: E402
+from acp_hermes.testing.scripted_model import Reply, Usage  # noqa: E402
+from tests.support.fake_anthropic import CacheAccount, FakeAnthropic, text_reply, tool_reply  # noqa: E402
 
 if TYPE_CHECKING:
-    from tests.acp_harness import AgentProcess
+    from tests.support.acp_harness import AgentProcess
 
 TURNS = 30
 FIRST_MEASURED_TURN = 3
@@ -146,7 +146,7 @@ def share_from(figures: Sequence[TurnFigures], first_turn: int = FIRST_MEASURED_
 
 
 async def run(turns: int) -> list[TurnFigures]:
-    from tests.acp_harness import running_agent
+    from tests.support.acp_harness import running_agent
 
     with tempfile.TemporaryDirectory(prefix="acp-hermes-cache-") as scratch, FakeAnthropic(simulate_cache=True) as fake:
         root = Path(scratch)

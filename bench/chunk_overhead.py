@@ -41,7 +41,7 @@ from typing import Any
 
 from startup import VENV_BIN, AgentProcess, add_server_option, editor_env, initialize_params, scratch_dirs
 
-from acp_hermes.scripted_model import encode_sse
+from acp_hermes.testing.scripted_model import encode_sse
 
 TARGET_P99_MS = 1.0
 RELAY_COMMAND = (str(VENV_BIN / "python"), __file__, "--relay")

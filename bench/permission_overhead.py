@@ -64,19 +64,9 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 
-from acp_hermes.editor import LocalEditor
-from acp_hermes.events import (
-    DiffDisplay,
-    Display,
-    EventLog,
-    Location,
-    TextDisplay,
-    ToolCallFinished,
-    ToolCallStarted,
-    ToolCallUpdated,
-)
-from acp_hermes.render import render_update, tool_content
-from acp_hermes.scripted_model import (
+from acp_hermes.adapter.render import render_update, tool_content
+from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+from acp_hermes.testing.scripted_model import (
     MessageReply,
     ModelRequest,
     Reply,
@@ -85,7 +75,10 @@ from acp_hermes.scripted_model import (
     ToolUseBlock,
 )
 from tools import core_tools
-from tools.registry import FileChange, ToolCall, ToolContext, ToolRegistry
+from tools.context import ToolContext, ToolScope
+from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolCallUpdated, ToolEvent
+from tools.local_io import LocalEditor
+from tools.registry import ToolCall, ToolRegistry
 
 TARGET_P99_MS = 5.0
 CALLS_PER_PROMPT = 50  # stays under the default iteration budget of 90 model calls per turn
@@ -252,7 +245,12 @@ class AllowAll:
     async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
         return None
 
-    async def authorize_state(self, ctx: ToolContext, title: str, display: Sequence[Display]) -> None:
+    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        return None
+
+
+class Discard:
+    async def emit(self, event: ToolEvent) -> None:
         return None
 
 
@@ -263,10 +261,10 @@ async def tool_work(calls: int, workdir: Path) -> list[float]:
     (root / COUNTER_FILE).write_text(counter_text(0))
     registry = ToolRegistry(core_tools())
     editor = LocalEditor()
+    scope = ToolScope(session_id="bench", cwd=root, roots=(root,))
     durations = []
     for index in range(calls):
-        ctx = ToolContext(call_id=f"toolu_{index}", session_id="bench", cwd=root, roots=(root,), editor=editor,
-                          gate=AllowAll(), sink=EventLog())
+        ctx = ToolContext(call_id=f"toolu_{index}", scope=scope, editor=editor, gate=AllowAll(), sink=Discard())
         call = ToolCall(f"toolu_{index}", "patch", edit_arguments(index))
         started = time.perf_counter()
         result = await registry.dispatch(call, ctx)

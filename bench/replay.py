@@ -4,7 +4,7 @@
     .venv/bin/python bench/replay.py --runs 20 --messages 5000
 
 The session is written through ``memory.session_db.SessionDB`` exactly as a live session writes
-it (``acp_hermes.transcript``): user prompts with their ACP blocks, assistant messages with text,
+it (``acp_hermes.core.transcript``): user prompts with their parts, assistant messages with text,
 some thinking and tool calls, and tool results with the display records replay uses — file reads,
 whole-file diffs, command output, searches, plans. Each run spawns ``acp-hermes`` on that
 HERMES_HOME the way an editor does, initializes, and times ``session/load`` from the request to its
@@ -33,9 +33,10 @@ from typing import Any
 
 from startup import AgentProcess, add_server_option, cpu_ns, editor_env, initialize_params, scratch_dirs
 
-from acp_hermes.events import DiffDisplay, Display, Location, PlanEntry, TextDisplay
-from acp_hermes.transcript import ToolOutcome
+from acp_hermes.core.transcript import ToolOutcome
+from acp_hermes.core.user_prompt import LinkPart, PromptPart, TextPart, to_record
 from memory.session_db import SessionDB
+from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TextDisplay
 
 TARGET_MS = 300.0
 SESSION_ID = "bench-replay-session"
@@ -99,11 +100,12 @@ class Conversation:
 
     def user(self) -> None:
         text = prose(self.rng, self.rng.randint(1, 4))
-        prompt: list[dict[str, object]] = [{"type": "text", "text": text}]
+        prompt: list[PromptPart] = [TextPart(text)]
         if self.rng.random() < 0.15:
             path = self._path()
-            prompt.append({"type": "resource_link", "uri": path.as_uri(), "name": path.name})
-        self._append("user", text, payload=[{"type": "text", "text": text}], display={"prompt": prompt})
+            prompt.append(LinkPart(path.as_uri(), path.name))
+        display = {"prompt": [to_record(part) for part in prompt]}
+        self._append("user", text, payload=[{"type": "text", "text": text}], display=display)
 
     def assistant(self, calls: list[tuple[str, str, dict[str, object]]]) -> None:
         text = prose(self.rng, self.rng.randint(1, 6)) if not calls or self.rng.random() < 0.6 else ""
@@ -111,7 +113,7 @@ class Conversation:
         content: list[dict[str, object]] = [{"type": "text", "text": text}] if text else []
         content += [{"type": "tool_use", "id": call_id, "name": name, "input": args} for call_id, name, args in calls]
         self._append(
-            "assistant", text, payload=content, display={"messageId": str(uuid.uuid4())},
+            "assistant", text, payload=content, display={"message_id": str(uuid.uuid4())},
             tool_calls=[{"id": call_id, "name": name, "arguments": args} for call_id, name, args in calls] or None,
             reasoning=reasoning, finish_reason="tool_use" if calls else "end_turn",
             token_count=self.rng.randint(20, 900),
@@ -160,7 +162,7 @@ class Conversation:
     def tool_results(self, outcomes: list[ToolOutcome]) -> None:
         for outcome in outcomes:
             self._append("tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
-                         payload=outcome.result_block(), display=outcome.replay_record())
+                         payload=outcome.result_block(), display=outcome.display_record())
 
     def turn(self) -> None:
         self.user()

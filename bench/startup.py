@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from acp_hermes.scripted_model import MessageReply, ModelRequest, ScriptedModelServer, TextBlock
+from acp_hermes.testing.scripted_model import MessageReply, ModelRequest, ScriptedModelServer, TextBlock
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = ROOT / ".venv" / "bin"

@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from memory import row_format
 from memory.session_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -255,7 +256,7 @@ def _message_from_row(row: Sequence[Any]) -> MessageRecord:
         bool(active),
         bool(compacted),
         _load_json(payload),
-        _load_json(display),
+        row_format.upgrade(role, _load_json(display)),
     )
 
 

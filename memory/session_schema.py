@@ -9,11 +9,13 @@ The migrations and the index repair run inside a transaction the caller owns.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from memory import row_format
 from memory.fts_query import CJK_GLOB
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,8 @@ def _can_execute(conn: sqlite3.Connection, sql: str) -> bool:
 # steps run in one BEGIN IMMEDIATE transaction, so a crash mid-upgrade leaves the old version and
 # concurrent openers wait and then find the work done. Steps must stay additive (new tables,
 # columns with defaults, indexes) so an older acp-hermes still running in another window keeps
-# working on the upgraded file.
+# working on the upgraded file; a step that rewrites stored records (4) comes with a read-time
+# upgrade for what such a process keeps writing.
 
 _SCHEMA_V1 = (
     """CREATE TABLE IF NOT EXISTS state_meta (
@@ -149,10 +152,35 @@ def _migrate_to_v3(conn: sqlite3.Connection, support: SearchSupport) -> None:
         conn.execute(ddl[name])
 
 
+def _migrate_to_v4(conn: sqlite3.Connection, support: SearchSupport) -> None:
+    """Display records in the agent's own field names (``memory.row_format``); the indexed
+    columns are untouched, so the full-text indexes need no work."""
+    last_id = 0
+    while True:  # in pages, so a big database is not held in memory at once
+        rows = conn.execute(
+            "SELECT id, role, display FROM messages WHERE id > ? AND display IS NOT NULL ORDER BY id LIMIT 2000",
+            (last_id,),
+        ).fetchall()
+        if not rows:
+            return
+        updates = []
+        for message_id, role, text in rows:
+            try:
+                display = json.loads(text)
+            except ValueError:
+                continue
+            if row_format.is_legacy(role, display):
+                encoded = json.dumps(row_format.upgrade(role, display), ensure_ascii=False, separators=(",", ":"))
+                updates.append((encoded, message_id))
+        conn.executemany("UPDATE messages SET display = ? WHERE id = ?", updates)
+        last_id = rows[-1][0]
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection, SearchSupport], None], ...] = (
     _migrate_to_v1,
     _migrate_to_v2,
     _migrate_to_v3,
+    _migrate_to_v4,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

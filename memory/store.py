@@ -15,19 +15,14 @@ file atomically so readers, which take no lock, always see a whole file.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Literal
+from typing import Literal
 
-from acp_hermes.atomic import atomic_write_text
+from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
 from memory.scan import first_threat, scan
-
-if TYPE_CHECKING:
-    from acp_hermes.config import Paths, Settings
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +127,6 @@ class MemoryStore:
         self.memories_dir = memories_dir
         self._limits: dict[str, int] = {"memory": memory_limit, "user": user_limit}
 
-    @classmethod
-    def from_settings(cls, paths: Paths, settings: Settings) -> MemoryStore:
-        return cls(paths.memories, settings.memory_char_limit, settings.user_char_limit)
-
     def path(self, target: Target) -> Path:
         return self.memories_dir / FILE_NAMES[_checked_target(target)]
 
@@ -172,7 +163,7 @@ class MemoryStore:
         Blocks while another process holds the lock; call it from a worker thread in async code.
         """
         path = self.path(target)
-        with _exclusive_lock(path.with_name(path.name + ".lock")):
+        with exclusive_lock(lock_path_for(path)):
             current = _read(path)
             plan = self._plan(action, target, parse_entries(current or ""), content, old_text)
             new_text = serialize_entries(plan.entries)
@@ -324,41 +315,3 @@ def _preview(text: str) -> str:
 
 def _indent(text: str) -> str:
     return text.replace("\n", "\n   ")
-
-
-@contextlib.contextmanager
-def _exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive OS lock on ``lock_path`` (created if needed) for the ``with`` body."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as handle:
-        _lock(handle)
-        try:
-            yield
-        finally:
-            _unlock(handle)
-
-
-if sys.platform == "win32":
-    import msvcrt
-
-    def _lock(handle: IO[bytes]) -> None:
-        handle.seek(0)
-        while True:  # LK_LOCK gives up after ~10 s of retries; keep waiting like flock does
-            try:
-                msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-                return
-            except OSError:
-                continue
-
-    def _unlock(handle: IO[bytes]) -> None:
-        handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _lock(handle: IO[bytes]) -> None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-
-    def _unlock(handle: IO[bytes]) -> None:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.fake_anthropic"]
+pytest_plugins = ["tests.support.fake_anthropic"]
 
 
 @pytest.fixture

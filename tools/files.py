@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 import anyio
 
-from acp_hermes.events import DiffDisplay, Display, Location, TextDisplay
+from tools.context import ToolContext, ToolScope
+from tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from tools.diffs import (
     FileEdit,
     PatchError,
@@ -30,17 +31,8 @@ from tools.diffs import (
     replace_text,
     split_lines,
 )
-from tools.registry import (
-    MAX_RESULT_CHARS,
-    Access,
-    FileChange,
-    Presentation,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    resolve_path,
-)
+from tools.paths import resolve_path
+from tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
 from tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
 
 TOOLSET = "files"
@@ -308,7 +300,8 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
 
 
-def present_read(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_read(args: dict[str, Any], scope: ToolScope) -> Presentation:
+    cwd = scope.cwd
     raw = str(args.get("path", ""))
     path = resolve_path(raw, cwd)
     offset = int(args.get("offset", 1))
@@ -375,7 +368,8 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
 
 
-def present_write(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_write(args: dict[str, Any], scope: ToolScope) -> Presentation:
+    cwd = scope.cwd
     path = resolve_path(str(args.get("path", "")), cwd)
     return Presentation(f"Write {display_path(path, cwd)}", (Location(str(path)),))
 
@@ -519,7 +513,8 @@ def _patch_result(edits: Sequence[FileEdit], changes: Sequence[FileChange]) -> T
     return ToolResult("\n".join([f"Patched {count}:", *summary]), display=tuple(display), locations=tuple(locations))
 
 
-def present_patch(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_patch(args: dict[str, Any], scope: ToolScope) -> Presentation:
+    cwd = scope.cwd
     if args.get("mode", "replace") == "replace":
         path = resolve_path(str(args.get("path", "")), cwd)
         return Presentation(f"Edit {display_path(path, cwd)}", (Location(str(path)),))
@@ -632,7 +627,8 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(page.text, display=(TextDisplay(page.text, fence=""),), locations=page.locations)
 
 
-def present_search(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_search(args: dict[str, Any], scope: ToolScope) -> Presentation:
+    cwd = scope.cwd
     pattern = _short(str(args.get("pattern", "")))
     root = resolve_path(str(args.get("path") or "."), cwd)
     by_name = args.get("target", "content") == "files"

@@ -2,20 +2,15 @@
 
 The change is computed first and shown to the user as a diff of the file through the state
 gate, so what is approved is exactly what gets written; the write itself then happens under
-the store's lock against the file as it is at that moment. The store lives in
-``ctx.services["memory"]`` (a ``MemoryStore``) so every session of the process shares one.
+the store's lock against the file as it is at that moment, through the context's checked
+``write_state``. The store is the session's ``services.memory``, one for the whole process.
 """
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
-import anyio
-
-from acp_hermes.config import paths_from_env
-from acp_hermes.events import DiffDisplay, Location
 from memory.store import (
     ACTIONS,
     FILE_NAMES,
@@ -27,7 +22,9 @@ from memory.store import (
     serialize_entries,
     usage_text,
 )
-from tools.registry import Access, Presentation, Tool, ToolContext, ToolError, ToolResult
+from tools.context import ToolContext, ToolScope
+from tools.contracts import DiffDisplay, FileChange, Location
+from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 _TITLE_CHARS = 60
 
@@ -103,19 +100,18 @@ def _titled(prefix: str, snippet: object) -> str:
     return f"{prefix}: {text}"
 
 
-def _present(args: dict[str, Any], cwd: Path) -> Presentation:
+def _present(args: dict[str, Any], scope: ToolScope) -> Presentation:
     target = args.get("target")
     title = memory_title(args.get("action"), target, args.get("content"), args.get("old_text"))
-    if not isinstance(target, str) or target not in FILE_NAMES:
+    store = scope.services.memory
+    if store is None or target not in TARGETS:
         return Presentation(title)
-    # Before the call runs only the default location is known: the store a server builds lives
-    # under HERMES_HOME. The result carries the store's actual path.
-    return Presentation(title, (Location(str(paths_from_env().memories / FILE_NAMES[target])),))
+    return Presentation(title, (Location(str(store.path(target))),))
 
 
 async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    store = ctx.services.get("memory")
-    if not isinstance(store, MemoryStore):
+    store = ctx.services.memory
+    if store is None:
         raise ToolError("persistent memory is not available in this session.")
     action, target = args["action"], args["target"]
     content, old_text = args.get("content"), args.get("old_text")
@@ -128,12 +124,9 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         # Nothing to write, so nothing to authorize: report the live state as it is.
         entries = store.entries(target)
         return _result(store, target, path, proposal.message, entries, diff=None)
-    diff = DiffDisplay(str(proposal.path), proposal.old_text, proposal.new_text)
-    await ctx.authorize_state(memory_title(action, target, content, old_text), [diff])
+    await ctx.authorize_state([FileChange(proposal.path, proposal.old_text, proposal.new_text)])
     try:
-        update: MemoryUpdate = await anyio.to_thread.run_sync(
-            functools.partial(store.apply, action, target, content, old_text)
-        )
+        update: MemoryUpdate = await ctx.write_state(proposal.path, store.apply, action, target, content, old_text)
     except MemoryUpdateError as error:  # the file changed on disk since the proposal
         raise ToolError(str(error)) from error
     applied = DiffDisplay(str(update.path), update.old_text, update.new_text) if update.changed else None

@@ -10,17 +10,13 @@ tools, invalid arguments and handler exceptions all become an error result for t
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from acp_hermes.events import Display, Event, EventSink, Location, ToolCallUpdated, ToolKind
-
-if TYPE_CHECKING:
-    from acp_hermes.editor import CommandObserver, CommandOutcome, CommandRequest, Editor
+from tools.context import ToolContext, ToolScope
+from tools.contracts import Display, Location, PermissionDenied, ToolCallUpdated, ToolKind
 
 log = logging.getLogger(__name__)
 
@@ -38,29 +34,6 @@ class Access(str, Enum):
     @property
     def mutates(self) -> bool:
         return self is not Access.READ
-
-
-@dataclass(frozen=True, slots=True)
-class FileChange:
-    """A whole-file change a tool wants to make; ``new_text`` None deletes the file."""
-
-    path: Path
-    old_text: str | None
-    new_text: str | None
-
-
-class PermissionDenied(Exception):
-    """The call may not run; the message is what the model is told."""
-
-
-class Gate(Protocol):
-    """Decides, asking the user when the mode requires it, whether a mutation may run."""
-
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
-
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None: ...
-
-    async def authorize_state(self, ctx: ToolContext, title: str, display: Sequence[Display]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +67,9 @@ class ToolError(Exception):
     """Raised by a handler for an expected failure; the message goes to the model as is."""
 
 
-Handler = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolResult]]
-Presenter = Callable[[dict[str, Any], Path], Presentation]
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
+Presenter = Callable[[dict[str, Any], ToolScope], Presentation]
+Restorer = Callable[[ToolScope, Any], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,102 +83,16 @@ class Tool:
     access: Access
     parallel_safe: bool = False
     present: Presenter | None = None
+    restore: Restorer | None = None  # puts back the session state a stored call left
 
-    def presentation(self, args: dict[str, Any], cwd: Path) -> Presentation:
+    def presentation(self, args: dict[str, Any], scope: ToolScope) -> Presentation:
         if self.present is None:
             return Presentation(self.name)
         try:
-            return self.present(args, cwd)
+            return self.present(args, scope)
         except Exception:  # a presenter must never break a turn
             log.exception("presenter for %s failed", self.name)
             return Presentation(self.name)
-
-
-def resolve_path(raw: str, cwd: Path) -> Path:
-    """Absolute, symlink- and ``..``-free path for ``raw`` (relative to ``cwd``)."""
-    expanded = os.path.expanduser(raw.strip())
-    joined = expanded if os.path.isabs(expanded) else os.path.join(cwd, expanded)
-    return Path(os.path.realpath(joined))
-
-
-def is_within(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
-
-
-@dataclass
-class ToolContext:
-    """Everything a handler may touch, scoped to one call of one session.
-
-    Mutations go through ``write_text``/``run_command``, which refuse anything the gate has
-    not authorized for this call, so a tool cannot mutate without the grant its mode needs.
-    """
-
-    call_id: str
-    session_id: str
-    cwd: Path
-    roots: tuple[Path, ...]
-    editor: Editor
-    gate: Gate
-    sink: EventSink
-    scratch: dict[str, Any] = field(default_factory=dict)
-    services: Mapping[str, Any] = field(default_factory=dict)
-    title: str = ""  # the title the editor shows for this call
-    _authorized_paths: set[Path] = field(default_factory=set)
-    _authorized_commands: set[str] = field(default_factory=set)
-    _state_authorized: bool = False
-
-    def resolve(self, raw: str) -> Path:
-        return resolve_path(raw, self.cwd)
-
-    def in_workspace(self, path: Path) -> bool:
-        return is_within(path, self.roots)
-
-    async def emit(self, event: Event) -> None:
-        await self.sink.emit(event)
-
-    async def show(self, display: Sequence[Display], locations: Sequence[Location] | None = None) -> None:
-        """Replace the call's live content (status in_progress)."""
-        await self.sink.emit(
-            ToolCallUpdated(
-                self.call_id,
-                display=tuple(display),
-                locations=None if locations is None else tuple(locations),
-            )
-        )
-
-    async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
-        await self.gate.authorize_edits(self, changes)
-        self._authorized_paths.update(change.path for change in changes)
-
-    async def authorize_command(self, command: str, cwd: Path) -> None:
-        await self.gate.authorize_command(self, command, cwd)
-        self._authorized_commands.add(command)
-
-    async def authorize_state(self, title: str, display: Sequence[Display]) -> None:
-        await self.gate.authorize_state(self, title, display)
-        self._state_authorized = True
-
-    @property
-    def state_authorized(self) -> bool:
-        return self._state_authorized
-
-    async def read_text(self, path: Path) -> str:
-        return await self.editor.read_text(path)
-
-    async def write_text(self, path: Path, content: str) -> None:
-        if path not in self._authorized_paths:
-            raise PermissionDenied(f"write to {path} was not authorized")
-        await self.editor.write_text(path, content)
-
-    async def delete_file(self, path: Path) -> None:
-        if path not in self._authorized_paths:
-            raise PermissionDenied(f"deleting {path} was not authorized")
-        path.unlink(missing_ok=True)
-
-    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
-        if request.command not in self._authorized_commands:
-            raise PermissionDenied(f"command {request.command!r} was not authorized")
-        return await self.editor.run_command(request, observer)
 
 
 def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
@@ -248,11 +136,11 @@ class ToolRegistry:
             for t in self._tools.values()
         ]
 
-    def presentation(self, call: ToolCall, cwd: Path) -> tuple[Presentation, ToolKind]:
+    def presentation(self, call: ToolCall, scope: ToolScope) -> tuple[Presentation, ToolKind]:
         tool = self._tools.get(call.name)
         if tool is None:
             return Presentation(call.name), "other"
-        return tool.presentation(call.arguments or {}, cwd), tool.kind
+        return tool.presentation(call.arguments or {}, scope), tool.kind
 
     def batches(self, calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
         """Group consecutive read-only, parallel-safe calls; everything else runs alone, in order."""
@@ -267,6 +155,14 @@ class ToolRegistry:
     def _concurrent(self, call: ToolCall) -> bool:
         tool = self._tools.get(call.name)
         return tool is not None and tool.parallel_safe and not tool.access.mutates
+
+    def restore_state(self, scope: ToolScope, finished: Iterable[tuple[str, Any]]) -> None:
+        """Give a reloaded session back its tools' state from its stored calls, oldest first:
+        ``finished`` holds (tool name, raw output) of each call that completed."""
+        for name, raw_output in finished:
+            tool = self._tools.get(name)
+            if tool is not None and tool.restore is not None:
+                tool.restore(scope, raw_output)
 
     def validation_error(self, tool: Tool, args: dict[str, Any]) -> str | None:
         validator = self._validators.get(tool.name)

@@ -24,8 +24,8 @@ from typing import Literal
 import anyio
 import anyio.abc
 
-from acp_hermes.events import Location
-from tools.registry import is_within
+from tools.contracts import Location
+from tools.paths import is_within
 
 Engine = Literal["auto", "ripgrep", "python"]
 Target = Literal["content", "files"]

@@ -2,17 +2,13 @@
 
 The pipeline lives in ``memory.recall``; this module declares the tool, reads its arguments
 the way Hermes does (``role_filter`` is a comma-separated string) and plugs in the summarizer:
-one short non-streamed call per session to the auxiliary model (``Settings.auxiliary_model``)
-through the session's provider, ``ctx.services["provider"]``.
+one short call per session to the session's auxiliary model (``services.auxiliary``), which
+charges its cost to the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import anyio
+from typing import Any
 
 from memory.recall import (
     ALL_ROLES,
@@ -27,12 +23,9 @@ from memory.recall import (
     SummaryRequest,
     recall,
 )
-from memory.session_db import SessionDB
-from tools.registry import Access, Presentation, Tool, ToolContext, ToolError, ToolResult
-
-if TYPE_CHECKING:
-    from acp_hermes.llm import AnthropicProvider
-    from acp_hermes.pricing import Usage
+from tools.context import ToolContext, ToolScope
+from tools.contracts import AuxiliaryModel
+from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 SUMMARY_MAX_TOKENS = 500
 _TITLE_QUERY_CHARS = 60
@@ -94,19 +87,12 @@ def summary_prompt(request: SummaryRequest) -> str:
     return f"Search topic: {request.query}\nSession: {title}\n\n<conversation>\n{request.conversation}\n</conversation>"
 
 
-def provider_summarizer(
-    provider: AnthropicProvider, model: str, charge: Callable[[Usage], Awaitable[None]] | None = None
-) -> Summarizer:
-    """A summarizer that asks ``model`` (the auxiliary model) through ``provider``; ``charge``
-    adds each call's tokens and cost to the current session."""
+def auxiliary_summarizer(model: AuxiliaryModel) -> Summarizer:
+    """A summarizer that asks the auxiliary model for each session's recap."""
 
     async def summarize(request: SummaryRequest) -> str:
-        text, usage = await provider.complete(
-            model=model, system=SUMMARY_SYSTEM, prompt=summary_prompt(request), max_tokens=SUMMARY_MAX_TOKENS
-        )
-        if charge is not None:
-            await charge(usage)
-        return text
+        prompt = summary_prompt(request)
+        return await model.complete(system=SUMMARY_SYSTEM, prompt=prompt, max_tokens=SUMMARY_MAX_TOKENS)
 
     return summarize
 
@@ -130,28 +116,16 @@ def parse_roles(role_filter: object) -> tuple[str, ...]:
     return tuple(part for part in role_filter.split(",") if part.strip())
 
 
-def _present(args: dict[str, Any], cwd: Path) -> Presentation:
+def _present(args: dict[str, Any], scope: ToolScope) -> Presentation:
     return Presentation(search_title(args.get("query")))
 
 
-def _summarizer(ctx: ToolContext) -> Summarizer | None:
-    provider, settings = ctx.services.get("provider"), ctx.services.get("settings")
-    if provider is None or settings is None:
-        return None
-    record_usage = ctx.services.get("record_usage")
-
-    async def charge(usage: Usage) -> None:
-        if record_usage is not None:
-            await anyio.to_thread.run_sync(record_usage, ctx.session_id, settings.auxiliary_model, usage)
-
-    return provider_summarizer(provider, settings.auxiliary_model, charge)
-
-
 async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    db = ctx.services.get("db")
-    if not isinstance(db, SessionDB):
+    db = ctx.services.sessions
+    if db is None:
         raise ToolError("the session history is not available in this session.")
     query = args.get("query") or ""
+    auxiliary = ctx.services.auxiliary
     try:
         result = await recall(
             db,
@@ -160,7 +134,7 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             limit=args.get("limit"),
             role_filter=parse_roles(args.get("role_filter")),
             sort=args.get("sort") or "relevance",
-            summarize=_summarizer(ctx),
+            summarize=None if auxiliary is None else auxiliary_summarizer(auxiliary),
             timeout=DEFAULT_TIMEOUT,
             max_parallel=DEFAULT_PARALLEL,
         )

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +21,9 @@ from typing import Any
 
 import anyio
 
-from acp_hermes.editor import CommandOutcome, CommandRequest, LocalEditor
-from acp_hermes.events import Display, TerminalDisplay, TextDisplay
-from tools.registry import Access, Presentation, Tool, ToolContext, ToolError, ToolResult
+from tools.context import StateKey, ToolContext, ToolScope
+from tools.contracts import CommandOutcome, CommandRequest, Display, TerminalDisplay, TextDisplay
+from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +31,6 @@ TOOLSET = "terminal"
 DEFAULT_TIMEOUT = 180.0
 MIN_TIMEOUT = 1.0
 MAX_TIMEOUT = 3600.0
-BACKGROUND_JOBS_KEY = "terminal.background"  # ctx.scratch key of the session's BackgroundJobs
 _TITLE_CHARS = 80
 _DISPLAY_CHARS = 60_000  # output shown in the tool call; the newest part is kept
 
@@ -74,7 +71,7 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def present_terminal(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_terminal(args: dict[str, Any], scope: ToolScope) -> Presentation:
     """``Run <command>``: its first line, whitespace collapsed, cut to about 80 characters."""
     return Presentation(f"Run {command_summary(str(args.get('command', '')))}")
 
@@ -200,58 +197,31 @@ class BackgroundJob:
 
 @dataclass
 class BackgroundJobs:
-    """One session's background commands (in ``ctx.scratch``), so later tools can list or stop them."""
+    """One session's background commands, so later tools can list or stop them."""
 
-    session_id: str
     jobs: list[BackgroundJob] = field(default_factory=list)
     _directory: Path | None = None
 
-    def log_directory(self) -> Path:
+    def log_directory(self, session_id: str) -> Path:
         """A private temporary directory for this session's logs, made on first use."""
         if self._directory is None:
-            tag = re.sub(r"[^A-Za-z0-9_-]", "", self.session_id)[:32] or "session"
+            tag = re.sub(r"[^A-Za-z0-9_-]", "", session_id)[:32] or "session"
             self._directory = Path(tempfile.mkdtemp(prefix=f"acp-hermes-{tag}-"))
         return self._directory
 
-    def start(self, command: str, cwd: Path) -> BackgroundJob:
-        log_path = self.log_directory() / f"job-{len(self.jobs) + 1}.log"
-        with open(log_path, "wb") as log_file:
-            process = subprocess.Popen(
-                [_shell(), "-c", command],
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group: a cancelled turn does not reach it
-            )
-        # Reap it when it exits so no zombie is left behind; the thread holds nothing else.
-        threading.Thread(target=process.wait, name=f"background-{process.pid}", daemon=True).start()
-        job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process)
-        self.jobs.append(job)
-        return job
 
-
-def _shell() -> str:
-    """The same shell foreground commands get (``$SHELL``, else ``/bin/sh``)."""
-    shell = os.environ.get("SHELL")
-    return shell if shell and os.path.exists(shell) else "/bin/sh"
-
-
-def background_jobs(ctx: ToolContext) -> BackgroundJobs:
-    """The session's background jobs, created on first use."""
-    jobs = ctx.scratch.get(BACKGROUND_JOBS_KEY)
-    if not isinstance(jobs, BackgroundJobs):
-        jobs = ctx.scratch[BACKGROUND_JOBS_KEY] = BackgroundJobs(ctx.session_id)
-    return jobs
+BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs)
 
 
 def _start_in_background(command: str, cwd: Path, ctx: ToolContext) -> ToolResult:
+    jobs = ctx.state.get(BACKGROUND_JOBS)
     try:
-        job = background_jobs(ctx).start(command, cwd)
+        log_path = jobs.log_directory(ctx.session_id) / f"job-{len(jobs.jobs) + 1}.log"
+        process = ctx.start_detached(command, cwd, log_path)
     except OSError as error:
         raise ToolError(f"could not start the command: {error}") from error
-    if isinstance(ctx.editor, LocalEditor):  # files may now change on disk behind the editor's buffers
-        ctx.editor.last_command_started = job.started_at
+    job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process)
+    jobs.jobs.append(job)
     log.info("background command started: pid %s, log %s", job.pid, job.log_path)
     status = f"running in the background: pid {job.pid}, log {job.log_path}"
     return ToolResult(

@@ -3,9 +3,10 @@
 Hermes's semantics: no ``todos`` reads the list; ``merge=false`` replaces it with a fresh plan;
 ``merge=true`` updates items by id (only the fields given) and appends new ones; every call
 returns the whole list. Items keep the order the model gave (list order is priority) and a
-duplicated id keeps its last occurrence. The list lives in ``ctx.scratch["todo"]`` for the
-session. After every call the complete list goes to the editor as a ``PlanUpdated``: ACP plans
-know pending, in_progress and completed only, so a cancelled item is shown completed with a
+duplicated id keeps its last occurrence. The list lives in the session's tool state
+(``TODO_LIST``); a reloaded session gets it back from its last stored call (``restore``).
+After every call the complete list goes to the editor as a ``PlanUpdated``: plans know
+pending, in_progress and completed only, so a cancelled item is shown completed with a
 " (cancelled)" suffix.
 """
 
@@ -13,16 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-from acp_hermes.events import PlanEntry, PlanUpdated, ToolCallUpdated
-from tools.registry import Access, Presentation, Tool, ToolContext, ToolError, ToolResult
+from tools.context import StateKey, ToolContext, ToolScope
+from tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
+from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled"]
 
 TOOLSET = "todo"
-SCRATCH_KEY = "todo"
 STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "completed", "cancelled")
 MAX_ITEMS = 256
 MAX_CONTENT_CHARS = 4000
@@ -74,9 +74,11 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def current_todos(scratch: Mapping[str, Any]) -> tuple[TodoItem, ...]:
-    """The session's list (empty before the first write)."""
-    return cast(tuple[TodoItem, ...], scratch.get(SCRATCH_KEY, ()))
+def _empty() -> tuple[TodoItem, ...]:
+    return ()
+
+
+TODO_LIST = StateKey("todo", _empty)
 
 
 def done_count(items: Sequence[TodoItem]) -> int:
@@ -84,7 +86,7 @@ def done_count(items: Sequence[TodoItem]) -> int:
     return sum(item.status in ("completed", "cancelled") for item in items)
 
 
-def present_todo(args: dict[str, Any], cwd: Path) -> Presentation:
+def present_todo(args: dict[str, Any], scope: ToolScope) -> Presentation:
     todos = args.get("todos")
     if todos is None:
         return Presentation("Read plan")
@@ -96,10 +98,10 @@ def present_todo(args: dict[str, Any], cwd: Path) -> Presentation:
 
 async def todo(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     todos = args.get("todos")
-    items = current_todos(ctx.scratch)
+    items = ctx.state.get(TODO_LIST)
     if todos is not None:
         items = _merge(items, todos) if args.get("merge", False) else _replace(todos)
-        ctx.scratch[SCRATCH_KEY] = items
+        ctx.state.set(TODO_LIST, items)
     await ctx.emit(PlanUpdated(tuple(plan_entry(item) for item in items)))
     title = f"Update plan ({done_count(items)}/{len(items)} done)" if todos is not None else "Read plan"
     await ctx.emit(ToolCallUpdated(ctx.call_id, title=title))
@@ -159,11 +161,11 @@ def format_todos(items: Sequence[TodoItem]) -> str:
     return "\n".join(lines)
 
 
-def restore_todos(scratch: dict[str, Any], raw_output: Any) -> None:
+def restore_todos(scope: ToolScope, raw_output: Any) -> None:
     """Put back the list a stored ``todo`` call ended with (a reloaded session keeps its plan)."""
     todos = raw_output.get("todos") if isinstance(raw_output, Mapping) else None
     if isinstance(todos, list):
-        scratch[SCRATCH_KEY] = _replace([t for t in todos if isinstance(t, Mapping)])
+        scope.state.set(TODO_LIST, _replace([t for t in todos if isinstance(t, Mapping)]))
 
 
 def _as_dict(item: TodoItem) -> dict[str, str]:
@@ -180,4 +182,5 @@ TODO_TOOL = Tool(
     access=Access.READ,
     parallel_safe=False,
     present=present_todo,
+    restore=restore_todos,
 )

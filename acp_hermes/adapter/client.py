@@ -1,0 +1,207 @@
+"""The client end of the connection, as the core needs it: where a session's events go, who
+answers its permission questions, and the editor that does its file and command I/O.
+
+Everything here speaks ACP on the core's behalf: events become ``session/update``s, questions
+``session/request_permission``, reads and writes ``fs/*`` and commands ``terminal/*``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from acp import RequestError
+
+from acp_hermes.adapter.render import render_update, tool_content
+from acp_hermes.adapter.sdk import transport_of
+from acp_hermes.core.events import Event
+from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
+from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from tools.local_io import LocalEditor
+
+if TYPE_CHECKING:
+    from acp.connection import Connection
+
+log = logging.getLogger(__name__)
+
+_MTIME_SLACK = 1.0
+
+
+class ClientLink:
+    """Raw JSON-RPC to the client over the SDK's engine (plain dicts in and out)."""
+
+    def __init__(self, engine: Connection) -> None:
+        self._engine = engine
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        return await self._engine.send_request(method, params)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        await self._engine.send_notification(method, params)
+
+    async def update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def updates(self, session_id: str, updates: Iterable[dict[str, Any]]) -> None:
+        """Many ``session/update``s in a few large writes (a session/load replays thousands)."""
+        await transport_of(self._engine).send_notifications(
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+            for update in updates
+        )
+
+
+class SessionUpdates:
+    """The event sink of one session: every event becomes a ``session/update``."""
+
+    def __init__(self, link: ClientLink, session_id: str) -> None:
+        self._link = link
+        self._session_id = session_id
+
+    async def emit(self, event: Event) -> None:
+        try:
+            await self._link.update(self._session_id, render_update(event))
+        except ConnectionError:
+            log.debug("client gone; dropped %s", type(event).__name__)
+
+
+class PermissionRequests:
+    """Asks the user through ``session/request_permission`` (same toolCallId as the call)."""
+
+    def __init__(self, link: ClientLink, session_id: str) -> None:
+        self._link = link
+        self._session_id = session_id
+
+    async def ask(self, question: PermissionQuestion) -> str:
+        params = {
+            "sessionId": self._session_id,
+            "toolCall": {
+                "toolCallId": question.call_id,
+                "title": question.title,
+                "kind": question.kind,
+                "status": "pending",
+                "content": [tool_content(item) for item in question.display],
+            },
+            "options": [
+                {"optionId": option.option_id, "name": option.label, "kind": option.option_id}
+                for option in question.options
+            ],
+        }
+        try:
+            result = await self._link.request("session/request_permission", params)
+        except (RequestError, ConnectionError) as exc:
+            log.warning("permission request failed (%s); treating it as cancelled", exc)
+            return CANCELLED
+        outcome = (result or {}).get("outcome") or {}
+        if outcome.get("outcome") == "selected":
+            return str(outcome.get("optionId", ""))
+        return CANCELLED
+
+
+@dataclass(frozen=True, slots=True)
+class ClientAbilities:
+    """What the client said it can do in ``initialize``."""
+
+    read_files: bool = False
+    write_files: bool = False
+    terminals: bool = False
+
+
+class ClientEditor(LocalEditor):
+    """Routes I/O through the ACP client where it offers to, else falls back to local.
+
+    Reads through ``fs/read_text_file`` see unsaved buffers; writes through
+    ``fs/write_text_file`` land in the editor's buffers and review UI; commands run in the
+    client's terminals. One catch: after our own shell command changes a file on disk, the
+    editor's buffer may still hold the old text. So a file is read from disk when a command
+    started after we last saw it through the editor and the file changed on disk since.
+    """
+
+    def __init__(self, link: ClientLink, session_id: str, abilities: ClientAbilities) -> None:
+        super().__init__()
+        self._client = link
+        self._session_id = session_id
+        self.abilities = abilities
+        self._seen: dict[Path, float] = {}  # when we last read or wrote the file via the editor
+
+    def _changed_by_command(self, path: Path) -> bool:
+        started = self.last_command_started
+        if started is None or self._seen.get(path, float("-inf")) > started:
+            return False
+        try:
+            return path.stat().st_mtime >= started - _MTIME_SLACK
+        except OSError:
+            return False
+
+    async def read_text(self, path: Path) -> str:
+        if not self.abilities.read_files or self._changed_by_command(path):
+            return await super().read_text(path)
+        try:
+            result = await self._client.request(
+                "fs/read_text_file", {"sessionId": self._session_id, "path": str(path)}
+            )
+        except Exception as exc:
+            if not path.exists():
+                raise FileNotFoundError(2, "No such file", str(path)) from exc
+            log.warning("fs/read_text_file failed for %s (%s); reading from disk", path, exc)
+            return await super().read_text(path)
+        self._seen[path] = time.time()
+        return str((result or {}).get("content", ""))
+
+    async def write_text(self, path: Path, content: str) -> None:
+        if not self.abilities.write_files:
+            await super().write_text(path, content)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await self._client.request(
+            "fs/write_text_file", {"sessionId": self._session_id, "path": str(path), "content": content}
+        )
+        self._seen[path] = time.time()
+
+    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
+        if not self.abilities.terminals:
+            return await super().run_command(request, observer)
+        self.last_command_started = time.time()
+        created = await self._client.request(
+            "terminal/create",
+            {
+                "sessionId": self._session_id,
+                "command": self._shell,
+                "args": ["-c", request.command],
+                "cwd": str(request.cwd),
+                "outputByteLimit": request.output_limit,
+            },
+        )
+        terminal = {"sessionId": self._session_id, "terminalId": created["terminalId"]}
+        await observer.on_terminal(created["terminalId"])
+        timed_out = False
+        try:
+            with anyio.move_on_after(request.timeout) as deadline:
+                exit_status = await self._client.request("terminal/wait_for_exit", terminal)
+            if deadline.cancelled_caught:
+                timed_out = True
+                await self._client.request("terminal/kill", terminal)
+            output = await self._client.request("terminal/output", terminal)
+        except BaseException:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self._client.request("terminal/kill", terminal)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                try:
+                    await self._client.request("terminal/release", terminal)
+                except Exception as exc:
+                    log.debug("terminal/release failed: %s", exc)
+        status = output.get("exitStatus") or (exit_status if not timed_out else None) or {}
+        return CommandOutcome(
+            output=output.get("output", ""),
+            exit_code=None if timed_out else status.get("exitCode"),
+            signal=status.get("signal"),
+            timed_out=timed_out,
+            truncated=bool(output.get("truncated")),
+            terminal_id=created["terminalId"],
+        )

@@ -1,0 +1,81 @@
+"""Session choices and slash commands as ACP shapes: config options (mode, model, thinking),
+legacy session modes and the available commands.
+
+Zed shows config options (and ignores ``modes``) once any exist, so the mode is both a
+``modes`` entry and a ``category: "mode"`` option; they always agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
+from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
+from acp_hermes.core.commands import COMMANDS
+from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
+
+
+def _thought_description(level: ThoughtLevel, settings: Settings) -> str:
+    if level == "off":
+        return "No extended thinking (fastest, cheapest)."
+    return f"Extended thinking, up to {settings.thinking_budgets.get(level, 0):,} tokens per model call."
+
+
+def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str, Any]]:
+    """The complete option list, in display priority order."""
+    models = models_offered(choices, settings)
+    return [
+        {
+            "id": MODE_OPTION,
+            "name": "Mode",
+            "description": "What the agent may do without asking.",
+            "category": "mode",
+            "type": "select",
+            "currentValue": choices.mode.value,
+            "options": [
+                {"value": mode.value, "name": name, "description": description}
+                for mode, (name, description) in MODE_DESCRIPTIONS.items()
+            ],
+        },
+        {
+            "id": MODEL_OPTION,
+            "name": "Model",
+            "category": "model",
+            "type": "select",
+            "currentValue": choices.model,
+            "options": [{"value": model, "name": model} for model in models],
+        },
+        {
+            "id": THOUGHT_OPTION,
+            "name": "Thinking",
+            "description": "Extended thinking budget per model call.",
+            "category": "thought_level",
+            "type": "select",
+            "currentValue": choices.thought_level,
+            "options": [
+                {"value": level, "name": level.capitalize(), "description": _thought_description(level, settings)}
+                for level in THOUGHT_LEVELS
+            ],
+        },
+    ]
+
+
+def session_modes(choices: SessionChoices) -> dict[str, Any]:
+    return {
+        "currentModeId": choices.mode.value,
+        "availableModes": [
+            {"id": mode.value, "name": name, "description": description}
+            for mode, (name, description) in MODE_DESCRIPTIONS.items()
+        ],
+    }
+
+
+def available_commands_update() -> dict[str, Any]:
+    """Every slash command, with the hint for its argument (clients refuse ``/x`` they were not told of)."""
+    commands = []
+    for command in COMMANDS.values():
+        entry: dict[str, Any] = {"name": command.name, "description": command.description}
+        if command.hint:
+            entry["input"] = {"hint": command.hint}
+        commands.append(entry)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": commands}

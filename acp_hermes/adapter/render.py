@@ -1,0 +1,130 @@
+"""Core events → ACP ``session/update`` payloads (plain JSON, exactly the schema's shapes).
+
+Payloads are built as dicts rather than SDK models: it is cheaper per streamed chunk and it
+lets us send fields newer than the SDK's generated models (the wire is checked against the
+official schema in the tests).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from acp_hermes.core.events import (
+    AgentText,
+    AgentThought,
+    Event,
+    TitleChanged,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageReported,
+)
+from tools.contracts import (
+    DiffDisplay,
+    Display,
+    Location,
+    PlanUpdated,
+    TerminalDisplay,
+    TextDisplay,
+    ToolCallUpdated,
+)
+
+_BACKTICK_RUNS = re.compile(r"`{3,}")
+
+
+def fenced(text: str, info: str = "") -> str:
+    """A fenced code block that the text itself cannot close early."""
+    # The ``in`` test is a fast C scan; the regex alone cost ~0.1 s over the files of a long session/load.
+    longest = max((len(run) for run in _BACKTICK_RUNS.findall(text)), default=0) if "```" in text else 0
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{info}\n{body}{fence}"
+
+
+def text_content(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def tool_content(item: Display) -> dict[str, Any]:
+    if isinstance(item, TextDisplay):
+        text = item.text if item.fence is None else fenced(item.text, item.fence)
+        return {"type": "content", "content": text_content(text)}
+    if isinstance(item, DiffDisplay):
+        diff: dict[str, Any] = {"type": "diff", "path": item.path, "newText": item.new_text}
+        if item.old_text is not None:
+            diff["oldText"] = item.old_text
+        return diff
+    assert isinstance(item, TerminalDisplay)
+    return {"type": "terminal", "terminalId": item.terminal_id}
+
+
+def locations(items: tuple[Location, ...]) -> list[dict[str, Any]]:
+    out = []
+    for loc in items:
+        entry: dict[str, Any] = {"path": loc.path}
+        if loc.line is not None:
+            entry["line"] = loc.line
+        out.append(entry)
+    return out
+
+
+def render_update(event: Event) -> dict[str, Any]:
+    """The ``update`` object of a ``session/update`` notification for ``event``."""
+    if isinstance(event, AgentText):
+        return {"sessionUpdate": "agent_message_chunk", "content": text_content(event.text),
+                "messageId": event.message_id}
+    if isinstance(event, AgentThought):
+        return {"sessionUpdate": "agent_thought_chunk", "content": text_content(event.text),
+                "messageId": event.message_id}
+    if isinstance(event, ToolCallStarted):
+        update: dict[str, Any] = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": event.call_id,
+            "title": event.title,
+            "kind": event.kind,
+            "status": "pending",
+            "rawInput": event.raw_input,
+        }
+        if event.locations:
+            update["locations"] = locations(event.locations)
+        return update
+    if isinstance(event, ToolCallUpdated):
+        update = {"sessionUpdate": "tool_call_update", "toolCallId": event.call_id}
+        if event.status is not None:
+            update["status"] = event.status
+        if event.title is not None:
+            update["title"] = event.title
+        if event.display is not None:
+            update["content"] = [tool_content(item) for item in event.display]
+        if event.locations is not None:
+            update["locations"] = locations(event.locations)
+        return update
+    if isinstance(event, ToolCallFinished):
+        update = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.call_id,
+            "status": event.status,
+            "content": [tool_content(item) for item in event.display],
+        }
+        if event.locations is not None:
+            update["locations"] = locations(event.locations)
+        if event.raw_output is not None:
+            update["rawOutput"] = event.raw_output
+        return update
+    if isinstance(event, PlanUpdated):
+        return {
+            "sessionUpdate": "plan",
+            "entries": [
+                {"content": e.content, "priority": e.priority, "status": e.status} for e in event.entries
+            ],
+        }
+    if isinstance(event, UsageReported):
+        update = {"sessionUpdate": "usage_update", "used": event.used, "size": event.size}
+        if event.cost_usd is not None:
+            update["cost"] = {"amount": round(event.cost_usd, 6), "currency": "USD"}
+        return update
+    assert isinstance(event, TitleChanged)
+    update = {"sessionUpdate": "session_info_update", "title": event.title}
+    if event.updated_at is not None:
+        update["updatedAt"] = event.updated_at
+    return update

@@ -1,0 +1,400 @@
+"""The ACP handlers: decode requests, route them to sessions, encode answers.
+
+A plain class (not a subclass of ``acp.Agent``), so every method it does not define answers
+``-32601 Method not found`` instead of a silent success. Responses and notifications are
+plain JSON shaped exactly as the official schema (checked in the tests). Handlers raise the
+core's errors; ``errors.translated`` turns them into JSON-RPC errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import uuid
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_hermes import __version__
+from acp_hermes.adapter.client import ClientAbilities, ClientEditor, ClientLink, PermissionRequests, SessionUpdates
+from acp_hermes.adapter.errors import AuthRequired, translated
+from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
+from acp_hermes.adapter.prompt_blocks import to_parts
+from acp_hermes.adapter.render import render_update
+from acp_hermes.adapter.sdk import json_rpc_engine, route_session_delete
+from acp_hermes.config import ConfigError, Paths, Settings, load_settings
+from acp_hermes.core.choices import MODE_OPTION, SessionChoices
+from acp_hermes.core.commands import run_command
+from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
+from acp_hermes.core.events import AgentText
+from acp_hermes.core.runtime import Runtime
+from acp_hermes.core.session import Session
+from acp_hermes.core.sessions import SessionManager, SessionWiring
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from acp.agent.connection import AgentSideConnection
+
+    from memory.session_db import SessionDB
+
+log = logging.getLogger(__name__)
+
+AUTH_METHOD_KEY = "anthropic-api-key"
+AUTH_METHOD_SETUP = "acp-hermes-setup"
+
+
+class HermesAgent:
+    """Handlers for every ACP method acp-hermes supports."""
+
+    def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None,
+                 db_opening: Future[SessionDB] | None = None) -> None:
+        self._paths = paths
+        self._config_error = config_error
+        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening)
+        self._abilities = ClientAbilities()
+        self._link: ClientLink | None = None
+        self._manager: SessionManager | None = None
+        self._terminal_auth = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._failed_creations: dict[str, str] = {}  # session/new answered, but storing the session failed
+
+    # -- plumbing
+
+    def on_connect(self, conn: AgentSideConnection) -> None:
+        engine = json_rpc_engine(conn)
+        link = self._link = ClientLink(engine)
+        self._manager = SessionManager(
+            self.runtime,
+            SessionWiring(
+                sink_for=lambda sid: SessionUpdates(link, sid),
+                asker_for=lambda sid: PermissionRequests(link, sid),
+                editor_for=lambda sid: ClientEditor(link, sid, self._abilities),
+            ),
+        )
+        route_session_delete(engine, self.delete_session)
+
+    @property
+    def manager(self) -> SessionManager:
+        assert self._manager is not None, "on_connect has not run"
+        return self._manager
+
+    @property
+    def link(self) -> ClientLink:
+        assert self._link is not None, "on_connect has not run"
+        return self._link
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` after the current handler's response has been written.
+
+        The SDK writes a response synchronously once the handler returns, and a new task
+        only starts on the next loop iteration, so notifications sent from here follow it.
+        """
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    def _session(self, session_id: str) -> Session:
+        try:
+            return self.manager.get(session_id)
+        except SessionNotFoundError:
+            failure = self._failed_creations.get(session_id)
+            if failure is not None:
+                raise SessionCreationFailed(session_id, failure) from None
+            raise
+
+    def _settings(self) -> Settings:
+        return self.runtime.settings
+
+    # -- initialize and auth
+
+    def auth_methods(self) -> list[dict[str, Any]]:
+        methods: list[dict[str, Any]] = [
+            {
+                "id": AUTH_METHOD_KEY,
+                "name": "Anthropic API key",
+                "description": "Set ANTHROPIC_API_KEY in the agent's environment, or run `acp-hermes setup` "
+                "in a terminal to save a key, then authenticate.",
+                "_meta": {"terminal-auth": {"command": sys.executable, "args": ["-m", "acp_hermes", "setup"],
+                                            "label": "acp-hermes setup"}},
+            }
+        ]
+        if self._terminal_auth:
+            methods.append(
+                {
+                    "id": AUTH_METHOD_SETUP,
+                    "name": "Set up acp-hermes",
+                    "description": "Enter an Anthropic API key, base URL and model in a terminal.",
+                    "type": "terminal",
+                    "args": ["setup"],
+                }
+            )
+        return methods
+
+    @translated
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+                         **kwargs: Any) -> dict[str, Any]:
+        caps = client_capabilities.model_dump(by_alias=True) if client_capabilities is not None else {}
+        fs = caps.get("fs") or {}
+        self._abilities = ClientAbilities(
+            read_files=bool(fs.get("readTextFile")),
+            write_files=bool(fs.get("writeTextFile")),
+            terminals=bool(caps.get("terminal")),
+        )
+        self._terminal_auth = bool((caps.get("auth") or {}).get("terminal"))
+        name = getattr(client_info, "name", None) or "unknown client"
+        log.info("initialize from %s (protocol %s): %s", name, protocol_version, self._abilities)
+        return {
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "additionalDirectories": {},
+                    "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
+                },
+                "_meta": {"acp-hermes": {"promptQueueing": True}},
+            },
+            "authMethods": self.auth_methods(),
+            "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
+                          "version": __version__},
+        }
+
+    def _reload_settings(self) -> None:
+        try:
+            self.runtime.settings = load_settings(paths=self._paths)
+            self._config_error = None
+        except ConfigError as exc:
+            self._config_error = str(exc)
+
+    def _require_ready(self) -> None:
+        """Configuration must be valid and an API key present before a session starts."""
+        if self._config_error is not None or not self._settings().has_api_key:
+            self._reload_settings()
+        if self._config_error is not None:
+            raise ConfigError(self._config_error)
+        if not self._settings().has_api_key:
+            raise AuthRequired("No Anthropic API key: set ANTHROPIC_API_KEY or run `acp-hermes setup`.",
+                               self.auth_methods())
+
+    @translated
+    async def authenticate(self, method_id: str, **kwargs: Any) -> dict[str, Any]:
+        if method_id not in (AUTH_METHOD_KEY, AUTH_METHOD_SETUP):
+            raise InvalidInput(f"unknown auth method {method_id!r}")
+        self._require_ready()
+        return {}
+
+    # -- session lifecycle
+
+    @staticmethod
+    def _workspace(cwd: str, additional: list[str] | None) -> tuple[Path, tuple[Path, ...]]:
+        paths = []
+        for raw in (cwd, *(additional or [])):
+            if not raw or not Path(raw).is_absolute():
+                raise InvalidInput(f"workspace paths must be absolute, got {raw!r}")
+            path = Path(raw).resolve()
+            if not path.is_dir():
+                raise InvalidInput(f"workspace directory {raw!r} does not exist")
+            paths.append(path)
+        return paths[0], tuple(paths[1:])
+
+    def _choices_state(self, choices: SessionChoices) -> dict[str, Any]:
+        return {
+            "modes": session_modes(choices),
+            "configOptions": config_options(choices, self._settings()),
+        }
+
+    def _after_open(self, session: Session) -> None:
+        """What a client expects right after a session appears: commands, usage; warm imports."""
+        session.on_first_exchange = self._name_session
+
+        async def announce() -> None:
+            await self.link.update(session.id, available_commands_update())
+            await session.report_usage()
+
+        self.spawn(announce())
+        self.spawn(_warm_up())
+
+    @translated
+    async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
+                          mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        root, extra = self._workspace(cwd, additional_directories)
+        self._require_ready()
+        if mcp_servers:
+            log.info("ignoring %d MCP server(s): MCP is not supported yet", len(mcp_servers))
+        self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails session/new itself
+        session_id = str(uuid.uuid4())
+        self.spawn(self._create(session_id, root, extra))
+        return {"sessionId": session_id, **self._choices_state(self.manager.new_choices())}
+
+    async def _create(self, session_id: str, root: Path, extra: tuple[Path, ...]) -> None:
+        """Build and store a new session just after session/new has answered.
+
+        Building means reading SOUL.md, memory and context files, scanning them for injection
+        and storing the frozen system prompt (tens of ms with a big AGENTS.md): none of that has
+        to delay the answer. This coroutine never awaits, so it runs whole, before the handler of
+        any request that comes after session/new: every such request finds the session ready.
+        """
+        try:
+            session = self.manager.create(root, extra, session_id)
+        except Exception as exc:
+            log.exception("session %s could not be created in %s", session_id, root)
+            self._failed_creations[session_id] = f"{type(exc).__name__}: {exc}"
+            return
+        log.info("session %s created in %s", session.id, root)
+        self._after_open(session)
+
+    @translated
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
+                           additional_directories: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+        root, extra = self._workspace(cwd, additional_directories)
+        self._require_ready()
+        # One read serves both the history and the replay (5,000 messages take ~0.1 s to read),
+        # and it runs off the event loop so other sessions keep streaming meanwhile.
+        rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
+        session = self.manager.restore(session_id, root, extra, rows)
+        from acp_hermes.adapter.replay import replay_updates
+
+        await self.link.updates(session.id, replay_updates(rows))
+        if session.title:
+            await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
+        self._after_open(session)
+        return self._choices_state(session.choices)
+
+    @translated
+    async def resume_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
+                             mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        root, extra = self._workspace(cwd, additional_directories)
+        self._require_ready()
+        session = self.manager.restore(session_id, root, extra)
+        self._after_open(session)
+        return self._choices_state(session.choices)
+
+    @translated
+    async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
+                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        root, extra = self._workspace(cwd, additional_directories)
+        self._require_ready()
+        session = self.manager.fork(session_id, root, extra)
+        self._after_open(session)
+        if session.title:
+            self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
+        return {"sessionId": session.id, **self._choices_state(session.choices)}
+
+    @translated
+    async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
+        self.manager.close(session_id)
+        return {}
+
+    @translated
+    async def delete_session(self, session_id: str) -> dict[str, Any]:
+        self.manager.delete(session_id)
+        return {}
+
+    @translated
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        if cwd is not None and not Path(cwd).is_absolute():
+            raise InvalidInput(f"cwd must be absolute, got {cwd!r}")
+        try:
+            records, next_cursor = self.runtime.db.list_sessions(
+                cwd=str(Path(cwd).resolve()) if cwd else None, cursor=cursor
+            )
+        except ValueError as exc:
+            raise InvalidInput(f"invalid cursor: {exc}") from None
+        from acp_hermes.adapter.replay import session_info
+
+        result: dict[str, Any] = {"sessions": [session_info(record) for record in records]}
+        if next_cursor:
+            result["nextCursor"] = next_cursor
+        return result
+
+    # -- choices
+
+    async def _announce_choice(self, session: Session, option_id: str) -> None:
+        """Tell the client about a change it did not make itself (the other view of the mode, or a
+        slash command's change)."""
+        await self.link.update(session.id, {"sessionUpdate": "config_option_update",
+                                            "configOptions": config_options(session.choices, self._settings())})
+        if option_id == MODE_OPTION:
+            await self.link.update(session.id, {"sessionUpdate": "current_mode_update",
+                                                "currentModeId": session.choices.mode.value})
+
+    @translated
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> dict[str, Any]:
+        session = self._session(session_id)
+        session.set_choice(config_id, value)
+        if config_id == MODE_OPTION:
+            self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
+                                                     "currentModeId": session.choices.mode.value}))
+        return {"configOptions": config_options(session.choices, self._settings())}
+
+    @translated
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
+        session = self._session(session_id)
+        session.set_choice(MODE_OPTION, mode_id)
+        self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
+                                                 "configOptions": config_options(session.choices, self._settings())}))
+        return {}
+
+    # -- turns
+
+    @translated
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
+        session = self._session(session_id)
+        parts = to_parts([block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt])
+        reply = await run_command(session, parts)
+        if reply is None:
+            return {"stopReason": await session.prompt(parts)}
+        if reply.changed_option is not None:
+            await self._announce_choice(session, reply.changed_option)
+        await self.link.update(session.id, render_update(AgentText(str(uuid.uuid4()), reply.text)))
+        return {"stopReason": "end_turn"}
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        try:
+            session = self.manager.get(session_id)
+        except SessionNotFoundError:
+            log.warning("session/cancel for unknown session %s ignored", session_id)
+            return
+        session.cancel()
+
+    def _name_session(self, session: Session) -> None:
+        from acp_hermes.core.titles import name_session
+
+        self.spawn(name_session(session))
+
+    async def shutdown(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await self.runtime.aclose()
+
+
+async def _warm_up() -> None:
+    """Import what a turn needs (model SDK, schema validator, loop, tools, command rules) off the
+    event loop, before the first prompt: none of it is needed to answer initialize or session/new."""
+
+    def load() -> None:
+        import anthropic  # noqa: F401
+        import jsonschema  # noqa: F401
+
+        import acp_hermes.core.attachments
+        import acp_hermes.core.loop
+        import acp_hermes.permissions.command_risk  # noqa: F401
+        from tools import core_tools
+
+        core_tools()
+
+    await anyio.to_thread.run_sync(load)

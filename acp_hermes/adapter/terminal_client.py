@@ -1,0 +1,195 @@
+"""A terminal ACP client: it drives an agent over stdio the way an editor does and renders what
+it streams (text, thoughts, plans, tool calls with their diffs and output, permission prompts,
+usage). ``acp-hermes demo`` runs it against this server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from memory.fs import atomic_write_text
+
+DIM, BOLD, RESET = "\033[2m", "\033[1m", "\033[0m"
+RED, GREEN, YELLOW, CYAN = "\033[31m", "\033[32m", "\033[33m", "\033[36m"
+STATUS_MARKS = {"pending": "…", "in_progress": "▶", "completed": "✔", "failed": "✘"}
+PLAN_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+class TerminalView:
+    """Renders ``session/update`` payloads (plain JSON) as readable terminal output."""
+
+    def __init__(self, color: bool, workspace: Path | None = None) -> None:
+        self._color = color
+        self.workspace = workspace
+        self._stream: str | None = None
+        self._titles: dict[str, str] = {}
+
+    def paint(self, text: str, *styles: str) -> str:
+        return "".join(styles) + text + RESET if self._color and styles else text
+
+    def write(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def _block(self, kind: str) -> None:
+        if self._stream != kind:
+            if self._stream is not None:
+                self.write("\n")
+            self._stream = kind
+
+    def line(self, text: str) -> None:
+        self._block("line")
+        self.write(text + "\n")
+        self._stream = None
+
+    def show(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind == "agent_message_chunk":
+            self._block("text")
+            self.write(update["content"].get("text", ""))
+        elif kind == "agent_thought_chunk":
+            if self._stream != "thought":
+                self._block("thought")
+                self.write(self.paint("thinking: ", DIM))
+            self.write(self.paint(update["content"].get("text", ""), DIM))
+        elif kind in ("tool_call", "tool_call_update"):
+            self._tool(update)
+        elif kind == "plan":
+            self.line(self.paint("plan:", BOLD))
+            for entry in update["entries"]:
+                self.line(f"  {PLAN_MARKS.get(entry['status'], '[ ]')} {entry['content']}")
+        elif kind == "usage_update":
+            cost = update.get("cost")
+            money = f", ${cost['amount']:.4f}" if cost else ""
+            self.line(self.paint(f"context: {update['used']:,} / {update['size']:,} tokens{money}", DIM))
+        elif kind == "session_info_update" and update.get("title"):
+            self.line(self.paint(f"session title: {update['title']}", DIM))
+
+    def _tool(self, update: dict[str, Any]) -> None:
+        call_id = update["toolCallId"]
+        if "title" in update:
+            self._titles[call_id] = update["title"]
+        status = update.get("status")
+        title = self._titles.get(call_id, call_id)
+        if update.get("sessionUpdate") == "tool_call":
+            self.line(self.paint(f"{STATUS_MARKS['pending']} {title}", CYAN))
+            return
+        if status not in ("completed", "failed"):
+            return
+        color = GREEN if status == "completed" else RED
+        self.line(self.paint(f"{STATUS_MARKS[status]} {title}", color))
+        for item in update.get("content") or []:
+            self.content(item)
+
+    def _label(self, path: str) -> str:
+        """Paths inside the workspace are shown relative to it."""
+        if self.workspace is not None:
+            with contextlib.suppress(ValueError):
+                return str(Path(path).relative_to(self.workspace))
+        return path.lstrip("/")
+
+    def content(self, item: dict[str, Any]) -> None:
+        if item.get("type") == "diff":
+            old = (item.get("oldText") or "").splitlines(keepends=True)
+            new = item.get("newText", "").splitlines(keepends=True)
+            label = self._label(item["path"])
+            for row in difflib.unified_diff(old, new, f"a/{label}", f"b/{label}", n=2):
+                row = row.rstrip("\n")
+                style = GREEN if row.startswith("+") else RED if row.startswith("-") else DIM
+                self.line("    " + self.paint(row, style))
+        elif item.get("type") == "content":
+            text = item["content"].get("text", "")
+            lines = text.splitlines()
+            for row in lines[:40]:
+                self.line("    " + self.paint(row, DIM))
+            if len(lines) > 40:
+                self.line(self.paint(f"    … {len(lines) - 40} more lines", DIM))
+        elif item.get("type") == "terminal":
+            self.line(self.paint(f"    (terminal {item['terminalId']})", DIM))
+
+
+class DemoClient:
+    """The editor side: file access on local disk and permission prompts on the terminal."""
+
+    def __init__(self, view: TerminalView, *, approve_all: bool, interactive: bool, sandbox: bool) -> None:
+        self.view = view
+        self._approve_all = approve_all
+        self._interactive = interactive
+        self._sandbox = sandbox
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.view.show(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> Any:
+        from acp.schema import ReadTextFileResponse
+
+        text = await anyio.Path(path).read_text(encoding="utf-8")
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max((line or 1) - 1, 0)
+            text = "".join(lines[start: start + limit] if limit else lines[start:])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        await anyio.to_thread.run_sync(atomic_write_text, Path(path), content)
+        return None
+
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+        call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
+        view = self.view
+        view.line(view.paint(f"? permission: {call.get('title', call['toolCallId'])}", YELLOW, BOLD))
+        for item in call.get("content") or []:
+            view.content(item)
+        choices = [o.model_dump(mode="json", by_alias=True) for o in options]
+        if self._approve_all or (not self._interactive and self._sandbox):
+            allow_once = next((o for o in choices if o["kind"] == "allow_once"), choices[0])
+            reason = "--yes" if self._approve_all else "non-interactive, in a throwaway sample project"
+            view.line(view.paint(f"  → {allow_once['name']} ({reason})", YELLOW))
+            chosen = allow_once["optionId"]
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+        if not self._interactive:
+            view.line(view.paint("  → rejected (no terminal to ask on; pass --yes to approve)", YELLOW))
+            reject = next((o for o in choices if o["kind"] == "reject_once"), choices[-1])
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=reject["optionId"]))
+        for number, choice in enumerate(choices, 1):
+            view.line(f"  {number}) {choice['name']}")
+        while True:
+            answer = await anyio.to_thread.run_sync(input, "  choose [1]: ")
+            answer = answer.strip() or "1"
+            if answer.isdigit() and 1 <= int(answer) <= len(choices):
+                picked = choices[int(answer) - 1]["optionId"]
+                return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=picked))
+            if answer.lower() in ("q", "c", "cancel"):
+                return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, env: dict[str, str],
+                 log_level: str | None) -> str:
+    from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+    from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+    args = ["-m", "acp_hermes"] + (["--log-level", log_level] if log_level else [])
+    async with spawn_agent_process(client, sys.executable, *args, env=env, cwd=str(cwd),
+                                   transport_kwargs={"stderr": None}) as (conn, _process):
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True,
+                                                                             write_text_file=True)),
+            client_info=Implementation(name="acp-hermes-demo", version="1"),
+        )
+        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        view.line(view.paint(f"you: {prompt}", BOLD))
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])
+        view.line(view.paint(f"\nturn ended: {response.stop_reason}", DIM))
+        return response.stop_reason
+
+

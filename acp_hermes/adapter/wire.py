@@ -1,0 +1,233 @@
+"""The stdio wire: newline-delimited JSON-RPC on a protocol-only file descriptor.
+
+At start-up the real stdout is duplicated for the protocol and fd 1 is pointed at stderr, so
+nothing but ACP messages can ever reach the editor: not a stray ``print``, not a library's
+warning, not a child process that inherits stdout. The transport also answers malformed
+input the way JSON-RPC prescribes (``-32700``/``-32600`` with ``id: null``) instead of
+silently dropping it, and keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import stat
+import sys
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
+
+if TYPE_CHECKING:
+    from acp_hermes.adapter.server import HermesAgent
+
+log = logging.getLogger(__name__)
+
+EOF_GRACE_SECONDS = 5.0
+BATCH_BYTES = 256 * 1024
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+def claim_stdout() -> int:
+    """Reserve the real stdout for the protocol; return its fd. fd 1 becomes stderr."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
+
+
+class _FileWriter:
+    """Writes to a regular file (``acp-hermes > log.jsonl``), which asyncio cannot treat as a pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "wb", buffering=0)
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _is_regular_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    """Feed a regular file on stdin to ``reader`` from a thread (pipes use the event loop)."""
+
+    def pump() -> None:
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
+            while chunk := source.read(65536):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+        loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=pump, name="stdin-file", daemon=True).start()
+
+
+async def open_streams(protocol_fd: int, limit: int) -> tuple[asyncio.StreamReader, Any]:
+    """Async reader on stdin and writer on the protocol fd (pipes, sockets, ttys or plain files)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=limit)
+    stdin_fd = sys.stdin.fileno()
+    if _is_regular_file(stdin_fd):
+        _feed_from_file(loop, reader, stdin_fd)
+    else:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    if _is_regular_file(protocol_fd):
+        return reader, _FileWriter(protocol_fd)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(protocol_fd, "wb", buffering=0)
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+def _error(code: int, message: str, data: Any = None, request_id: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+class StdioTransport:
+    """An ``acp`` Transport over asyncio streams that answers malformed input."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: Any) -> None:
+        self._reader = reader
+        self._writer = writer
+        # asyncio's lock: its uncontended acquire does not yield, so a response is written
+        # in the same step its handler returns (HermesAgent.spawn relies on that order).
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._unanswered: set[Any] = set()
+        self._all_answered = asyncio.Event()
+        self._all_answered.set()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        # Compact UTF-8 JSON, as json.dumps(separators=(",", ":"), ensure_ascii=False) writes it, at
+        # a third of the cost: it matters for every streamed chunk and a long session/load replay.
+        data = to_json(message) + b"\n"
+        async with self._lock:
+            self._writer.write(data)
+            await self._writer.drain()
+        if "method" not in message and self._unanswered:
+            self._unanswered.discard(message.get("id"))
+            if not self._unanswered:
+                self._all_answered.set()
+
+    async def send_notifications(self, messages: Iterable[dict[str, Any]]) -> None:
+        """Write many notifications in a few large writes rather than one write each: a
+        session/load replays thousands, and the writes cost more than the JSON."""
+        pending: list[bytes] = []
+        size = 0
+        for message in messages:
+            data = to_json(message) + b"\n"
+            pending.append(data)
+            size += len(data)
+            if size >= BATCH_BYTES:
+                await self._write_all(b"".join(pending))
+                pending.clear()
+                size = 0
+        if pending:
+            await self._write_all(b"".join(pending))
+
+    async def _write_all(self, data: bytes) -> None:
+        async with self._lock:
+            self._writer.write(data)
+            await self._writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._read_line()
+            if line is None:
+                await self._finish_in_flight()
+                return None
+            line = line.strip()
+            if not line:
+                continue
+            message = await self._decode(line)
+            if message is not None:
+                if "method" in message and "id" in message:
+                    self._unanswered.add(message["id"])
+                    self._all_answered.clear()
+                return message
+
+    async def _finish_in_flight(self) -> None:
+        """At end of input, give requests already received a moment to be answered."""
+        if self._unanswered:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._all_answered.wait(), EOF_GRACE_SECONDS)
+
+    async def _read_line(self) -> bytes | None:
+        chunks: list[bytes] = []
+        while True:
+            try:
+                chunk = await self._reader.readuntil(b"\n")
+            except asyncio.LimitOverrunError as exc:
+                chunks.append(await self._reader.readexactly(exc.consumed))
+                continue
+            except asyncio.IncompleteReadError as exc:
+                chunks.append(exc.partial)
+                data = b"".join(chunks)
+                return data if data.strip() else None
+            chunks.append(chunk)
+            return b"".join(chunks)
+
+    async def _decode(self, line: bytes) -> dict[str, Any] | None:
+        """The message, or None after answering (or logging) why it cannot be served."""
+        try:
+            message = json.loads(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            log.warning("malformed JSON on stdin (%s): %.200r", exc, line)
+            await self.send(_error(PARSE_ERROR, "Parse error", {"details": str(exc)}))
+            return None
+        if not isinstance(message, dict):
+            log.warning("JSON-RPC message is not an object: %.200r", line)
+            await self.send(_error(INVALID_REQUEST, "Invalid Request", {"details": "a message must be a JSON object"}))
+            return None
+        has_id = "id" in message
+        method = message.get("method")
+        if method is None and not (has_id and ("result" in message or "error" in message)):
+            log.warning("JSON-RPC message with neither method nor result: %.200r", line)
+            if has_id or "params" in message or not message:
+                await self.send(_error(INVALID_REQUEST, "Invalid Request", {"details": "missing method"},
+                                       message.get("id")))
+            return None
+        if method is not None and not isinstance(method, str):
+            if has_id:
+                await self.send(_error(INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"},
+                                       message.get("id")))
+            return None
+        return message
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._writer.close()
+        except Exception:  # the pipe may already be gone
+            log.debug("closing the protocol stream failed", exc_info=True)
+
+
+async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:
+    """Serve ACP to the client on stdin and ``protocol_fd`` until stdin closes."""
+    from acp.agent.connection import AgentSideConnection
+
+    reader, writer = await open_streams(protocol_fd, limit)
+    connection = AgentSideConnection(agent, StdioTransport(reader, writer), listening=False,
+                                     use_unstable_protocol=True)
+    try:
+        await connection.listen()
+    finally:
+        await agent.shutdown()
+        await connection.close()

@@ -1,0 +1,1 @@
+"""The application shell: the command line (serve, setup, doctor, demo) and logging."""

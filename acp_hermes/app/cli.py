@@ -1,0 +1,138 @@
+"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, demo."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from acp_hermes import __version__
+
+if TYPE_CHECKING:
+    import argparse
+    from concurrent.futures import Future
+
+    from acp_hermes.config import Paths
+    from memory.session_db import SessionDB
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+STDIO_LIMIT = 50 * 1024 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="acp-hermes",
+        description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad) "
+        "spawn it and talk ACP over stdio. With no command it serves ACP on stdin/stdout.",
+    )
+    parser.add_argument("--version", action="version", version=f"acp-hermes {__version__}")
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                        help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    commands.add_parser("serve", help="serve ACP over stdio (the default)")
+    commands.add_parser("setup", help="interactively save an API key, base URL and model to the config file")
+    commands.add_parser("doctor", help="show the effective configuration, where files live and what is wrong")
+    demo = commands.add_parser("demo", help="run a prompt through the server the way an editor does")
+    demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
+    demo.add_argument("--yes", action="store_true", help="approve every permission request")
+    demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
+    demo.add_argument("--offline", action="store_true",
+                      help="use the built-in scripted demo model even when an API key is set")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if not arguments:  # how editors start us: skip argparse, a few ms of start-up
+        return serve(None)
+    args = build_parser().parse_args(arguments)
+    if args.command in (None, "serve"):
+        return serve(args.log_level)
+    if args.command == "setup":
+        from acp_hermes.app.setup import run_setup
+
+        return run_setup()
+    if args.command == "doctor":
+        from acp_hermes.app.doctor import run_doctor
+
+        return run_doctor()
+    from acp_hermes.app.demo import run_demo
+
+    return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
+                    log_level=args.log_level)
+
+
+def serve(log_level: str | None) -> int:
+    """Serve ACP on stdin/stdout until the editor closes stdin."""
+    import gc
+
+    # What start-up builds (mostly the ACP SDK's models) lives as long as the process: the cyclic
+    # GC has nothing to find in it, yet its collections during the imports cost ~40 ms.
+    gc.disable()
+    import logging
+
+    from acp_hermes.adapter.wire import claim_stdout, serve_stdio
+    from acp_hermes.app.logs import configure_logging
+    from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
+
+    protocol_fd = claim_stdout()
+    paths = paths_from_env()
+    settings: Settings | None
+    try:
+        settings = load_settings(paths=paths)
+        error = None
+    except ConfigError as exc:
+        settings, error = None, str(exc)
+    configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
+    log = logging.getLogger("acp_hermes")
+    if error:
+        log.error("configuration error: %s", error)
+    log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
+    db_opening = _open_state_db_early(paths)
+
+    import asyncio
+
+    from acp_hermes.adapter.server import HermesAgent
+
+    gc.freeze()  # later collections need not walk all that again
+    gc.enable()
+    agent = HermesAgent(paths, settings, error, db_opening)
+    try:
+        # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
+        # backend (~17 ms of imports) then loads after session/new instead of before initialize.
+        asyncio.run(serve_stdio(agent, protocol_fd, STDIO_LIMIT))
+    except KeyboardInterrupt:
+        return 130
+    log.info("stdin closed; exiting")
+    return 0
+
+
+def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
+    """Open state.db on a thread while the ACP SDK is imported.
+
+    Opening may wait on the disk (creating the schema in a new HERMES_HOME, syncing the WAL);
+    that wait overlaps the ~0.5 s of imports instead of delaying session/new. ``Runtime.db``
+    takes the result, or the error (and then tries again itself).
+    """
+    import threading
+    from concurrent.futures import Future
+
+    opening: Future[SessionDB] = Future()
+
+    def open_db() -> None:
+        try:
+            from memory.session_db import SessionDB
+
+            opening.set_result(SessionDB(paths.state_db))
+        except BaseException as exc:  # handed to whoever needs the database
+            opening.set_exception(exc)
+
+    threading.Thread(target=open_db, name="state.db open", daemon=True).start()
+    return opening
+
+
+if __name__ == "__main__":
+    sys.exit(main())

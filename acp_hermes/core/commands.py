@@ -1,0 +1,119 @@
+"""Slash commands, answered locally without a model call.
+
+Each command returns a ``CommandReply``: the text to show and which session option it changed,
+if any; whoever drives the session (the ACP adapter) shows the text and announces the change.
+An unknown ``/word`` is not a command: it goes to the model as ordinary text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from acp_hermes.config import THOUGHT_LEVELS
+from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, models_offered
+from acp_hermes.core.errors import InvalidInput
+from acp_hermes.core.user_prompt import PromptPart, command_text
+from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
+
+if TYPE_CHECKING:
+    from acp_hermes.core.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class CommandReply:
+    text: str
+    changed_option: str | None = None  # the id of the session option the command changed
+
+
+@dataclass(frozen=True, slots=True)
+class SlashCommand:
+    name: str
+    description: str
+    hint: str | None  # what the argument is, for commands that take one
+    run: Callable[[Session, str], Awaitable[CommandReply]]
+
+
+async def _help(session: Session, arg: str) -> CommandReply:
+    lines = ["Commands:"]
+    lines += [f"- `/{c.name}{' ' + c.hint if c.hint else ''}` — {c.description}" for c in COMMANDS.values()]
+    return CommandReply("\n".join(lines))
+
+
+def _choose(session: Session, option_id: str, value: str, label: str) -> CommandReply:
+    try:
+        session.set_choice(option_id, value)
+    except InvalidInput as exc:
+        return CommandReply(f"Could not change the {label}: {exc}")
+    return CommandReply(f"The {label} is now `{value}`.", changed_option=option_id)
+
+
+async def _mode(session: Session, arg: str) -> CommandReply:
+    if arg:
+        return _choose(session, MODE_OPTION, arg, "mode")
+    lines = [f"Mode: `{session.choices.mode.value}`."]
+    lines += [f"- `{mode.value}` — {description}" for mode, (_, description) in MODE_DESCRIPTIONS.items()]
+    return CommandReply("\n".join(lines))
+
+
+async def _model(session: Session, arg: str) -> CommandReply:
+    if arg:
+        return _choose(session, MODEL_OPTION, arg, "model")
+    models = ", ".join(f"`{m}`" for m in models_offered(session.choices, session.settings))
+    return CommandReply(f"Model: `{session.choices.model}`. Available: {models}.")
+
+
+async def _thinking(session: Session, arg: str) -> CommandReply:
+    if arg:
+        return _choose(session, THOUGHT_OPTION, arg, "thinking level")
+    return CommandReply(f"Thinking: `{session.choices.thought_level}` (one of {', '.join(THOUGHT_LEVELS)}).")
+
+
+async def _usage(session: Session, arg: str) -> CommandReply:
+    record = await anyio.to_thread.run_sync(session.db.get_session, session.id)
+    if record is None:
+        return CommandReply("No usage recorded yet.")
+    return CommandReply(
+        f"Model calls: {record.api_call_count}. Tokens — input {record.input_tokens:,}, output "
+        f"{record.output_tokens:,}, cache read {record.cache_read_tokens:,}, cache write "
+        f"{record.cache_write_tokens:,}. Estimated cost: ${record.estimated_cost_usd:.4f}."
+    )
+
+
+async def _permissions(session: Session, arg: str) -> CommandReply:
+    lines = await session.gate.describe()
+    return CommandReply("Permissions in force:\n" + "\n".join(f"- {line}" for line in lines))
+
+
+COMMANDS: dict[str, SlashCommand] = {
+    c.name: c
+    for c in (
+        SlashCommand("help", "List the commands.", None, _help),
+        SlashCommand("mode", "Show or switch the permission mode.", "default | accept-edits | plan | bypass", _mode),
+        SlashCommand("model", "Show or switch the model.", "model name", _model),
+        SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
+        SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
+        SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
+    )
+}
+
+
+def parse(parts: Sequence[PromptPart]) -> tuple[SlashCommand, str] | None:
+    text = command_text(parts)
+    if text is None or not text.strip().startswith("/"):
+        return None
+    name, _, arg = text.strip()[1:].partition(" ")
+    command = COMMANDS.get(name)
+    return (command, arg.strip()) if command is not None else None
+
+
+async def run_command(session: Session, parts: Sequence[PromptPart]) -> CommandReply | None:
+    """The reply to a slash command, or None when the prompt is not one."""
+    parsed = parse(parts)
+    if parsed is None:
+        return None
+    command, arg = parsed
+    return await command.run(session, arg)

@@ -1,0 +1,84 @@
+"""Typed events the agent loop and its sessions emit.
+
+The core knows nothing about ACP: it describes what happened with these plain values and hands
+them to an ``EventSink``. The ACP adapter turns them into ``session/update``s; tests and the
+demo can consume them directly. Tools report through the subset in ``tools.contracts``
+(``ToolCallUpdated``, ``PlanUpdated``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
+
+FinalStatus = Literal["completed", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentText:
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentThought:
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """The model produced a tool call; it is pending until it runs or is refused."""
+
+    call_id: str
+    name: str
+    title: str
+    kind: ToolKind
+    raw_input: Any
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """Every started call ends with exactly one of these, whatever happened."""
+
+    call_id: str
+    status: FinalStatus
+    display: tuple[Display, ...] = ()
+    locations: tuple[Location, ...] | None = None
+    raw_output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    """Tokens in context against the model's window, and the session's cost so far."""
+
+    used: int
+    size: int
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TitleChanged:
+    title: str
+    updated_at: str | None = None
+
+
+Event = (
+    AgentText
+    | AgentThought
+    | ToolCallStarted
+    | ToolCallUpdated
+    | ToolCallFinished
+    | PlanUpdated
+    | UsageReported
+    | TitleChanged
+)
+
+
+class EventSink(Protocol):
+    """Where the loop and the session report what happened."""
+
+    async def emit(self, event: Event) -> None: ...

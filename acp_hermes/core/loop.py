@@ -1,0 +1,298 @@
+"""The agent loop: model → tool calls → results → model, until the model stops.
+
+The loop is protocol-agnostic: it reports through an ``EventSink`` and reaches files and
+commands through the tool context's editor. It enforces the iteration budget, runs read-only
+parallel-safe calls concurrently, and on cancellation closes every open tool call and keeps
+the stored history valid (every tool_use gets a result) before letting the cancel through.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted
+from acp_hermes.core.transcript import ToolOutcome, Transcript
+from acp_hermes.core.user_prompt import PromptPart
+from acp_hermes.model.types import (
+    Completed,
+    ModelError,
+    ModelRequest,
+    Provider,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseReady,
+    Usage,
+)
+from tools.context import ToolContext, ToolScope
+from tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink
+from tools.registry import ToolCall, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+CANCELLED_RESULT = "Cancelled by the user before it finished."
+
+
+class Hints(Protocol):
+    def check_tool_call(self, tool_name: str, args: dict[str, Any]) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    model: str
+    max_tokens: int
+    thinking_budget: int | None
+    max_iterations: int
+    cache_ttl: str
+
+
+@dataclass
+class TurnResult:
+    stop_reason: StopReason
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    context_tokens: int = 0
+
+
+@dataclass
+class _Call:
+    """A tool call the editor has been told about and that has not finished yet."""
+
+    call: ToolCall
+    title: str
+    kind: str
+    plan: tuple[PlanEntry, ...] | None = None
+
+
+class _CallSink:
+    """Forwards a call's events and remembers the plan it published (stored for replay)."""
+
+    def __init__(self, sink: EventSink, record: _Call) -> None:
+        self._sink = sink
+        self._record = record
+
+    async def emit(self, event: ToolEvent) -> None:
+        if isinstance(event, PlanUpdated):
+            self._record.plan = event.entries
+        await self._sink.emit(event)
+
+
+ContextFactory = Callable[[str, str, ToolEventSink], ToolContext]  # (call id, title, sink)
+
+
+class AgentLoop:
+    """Runs turns for one session."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        registry: ToolRegistry,
+        sink: EventSink,
+        transcript: Transcript,
+        system_prompt: str,
+        make_context: ContextFactory,
+        scope: ToolScope,
+        hints: Hints | None = None,
+    ) -> None:
+        self._provider = provider
+        self._registry = registry
+        self._sink = sink
+        self._transcript = transcript
+        self._system_prompt = system_prompt
+        self._make_context = make_context
+        self._scope = scope
+        self._hints = hints
+        self._open: dict[str, _Call] = {}
+        self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
+
+    async def run_turn(
+        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
+    ) -> TurnResult:
+        """Run one user turn to its end. Cancellation propagates after cleanup."""
+        result = self.result = TurnResult("end_turn")
+        await self._transcript.add_user(content, plain_text, prompt)
+        while True:
+            if result.model_calls >= settings.max_iterations:
+                log.info("iteration budget of %d model calls exhausted", settings.max_iterations)
+                result.stop_reason = "max_turn_requests"
+                return result
+            result.model_calls += 1
+            completed = await self._model_call(settings, result)
+            if completed is None:
+                return result
+            calls = [self._open[b["id"]].call for b in completed.content if b.get("type") == "tool_use"]
+            if completed.stop_reason == "tool_use" and calls:
+                await self._run_tools(calls)
+                continue
+            if completed.stop_reason == "pause_turn":
+                continue
+            await self._fail_open_calls("The model stopped before this call could run.")
+            result.stop_reason = _STOP_REASONS.get(completed.stop_reason, "end_turn")
+            return result
+
+    async def _model_call(self, settings: TurnSettings, result: TurnResult) -> Completed | None:
+        """Stream one model message into events; None when the turn must end (model failure)."""
+        message_id = str(uuid.uuid4())
+        request = ModelRequest(
+            model=settings.model,
+            system=self._system_prompt,
+            messages=list(self._transcript.messages),
+            tools=self._registry.definitions(),
+            max_tokens=settings.max_tokens,
+            thinking_budget=settings.thinking_budget,
+            cache_ttl=settings.cache_ttl,
+        )
+        text: list[str] = []
+        thinking: list[str] = []
+        completed: Completed | None = None
+        try:
+            async for event in self._provider.stream(request):
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                    await self._sink.emit(AgentText(message_id, event.text))
+                elif isinstance(event, ThinkingDelta):
+                    thinking.append(event.text)
+                    await self._sink.emit(AgentThought(message_id, event.text))
+                elif isinstance(event, ToolUseReady):
+                    await self._announce(ToolCall(event.id, event.name, event.arguments, event.raw_arguments))
+                elif isinstance(event, Completed):
+                    completed = event
+        except ModelError as error:
+            await self._save_partial(message_id, text, thinking, "error")
+            await self._fail_open_calls("The model call failed before this call could run.")
+            await self._sink.emit(AgentText(str(uuid.uuid4()), f"\n\n⚠️ {error}\n"))
+            return None
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._save_partial(message_id, text, thinking, "cancelled")
+                await self._fail_open_calls(CANCELLED_RESULT)
+            raise
+        if completed is None:  # the stream ended without message_stop
+            await self._save_partial(message_id, text, thinking, "error")
+            await self._fail_open_calls("The model stream ended early.")
+            await self._sink.emit(AgentText(str(uuid.uuid4()), "\n\n⚠️ The model stream ended unexpectedly.\n"))
+            return None
+        result.usage = result.usage + completed.usage
+        result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
+        await self._transcript.add_assistant(
+            completed.content,
+            message_id=message_id,
+            text="".join(text),
+            reasoning="".join(thinking),
+            stop_reason=completed.stop_reason,
+            output_tokens=completed.usage.output_tokens,
+        )
+        return completed
+
+    async def _announce(self, call: ToolCall) -> None:
+        presentation, kind = self._registry.presentation(call, self._scope)
+        self._open[call.id] = _Call(call, presentation.title, kind)
+        raw_input = call.arguments if call.arguments is not None else {"_unparsed": call.raw_arguments}
+        await self._sink.emit(
+            ToolCallStarted(call.id, call.name, presentation.title, kind, raw_input, presentation.locations)
+        )
+
+    async def _save_partial(self, message_id: str, text: list[str], thinking: list[str], reason: str) -> None:
+        """Keep what the user already saw of an unfinished message (without its tool calls)."""
+        shown = "".join(text)
+        if not shown and not thinking:
+            return
+        content = [{"type": "text", "text": shown}] if shown else []
+        await self._transcript.add_assistant(
+            content,
+            message_id=message_id,
+            text=shown,
+            reasoning="".join(thinking),
+            stop_reason=reason,
+            output_tokens=None,
+        )
+
+    async def _run_tools(self, calls: list[ToolCall]) -> None:
+        for batch in self._registry.batches(calls):
+            outcomes: list[ToolOutcome | None] = [None] * len(batch)
+            try:
+                if len(batch) == 1:
+                    outcomes[0] = await self._run_one(batch[0])
+                else:
+                    async with anyio.create_task_group() as group:
+                        for index, call in enumerate(batch):
+                            group.start_soon(self._run_into, call, outcomes, index)
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await self._transcript.add_tool_results([o for o in outcomes if o is not None])
+                    await self._fail_open_calls(CANCELLED_RESULT)
+                raise
+            await self._transcript.add_tool_results([o for o in outcomes if o is not None])
+
+    async def _run_into(self, call: ToolCall, outcomes: list[ToolOutcome | None], index: int) -> None:
+        outcomes[index] = await self._run_one(call)
+
+    async def _run_one(self, call: ToolCall) -> ToolOutcome:
+        record = self._open[call.id]
+        ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
+        result = await self._registry.dispatch(call, ctx)
+        text = result.text
+        if self._hints is not None and call.arguments:
+            text += self._hints.check_tool_call(call.name, call.arguments)
+        display = result.display or (TextDisplay(result.text, ""),)
+        del self._open[call.id]
+        await self._sink.emit(
+            ToolCallFinished(
+                call.id,
+                "completed" if result.ok else "failed",
+                display,
+                result.locations,
+                result.raw_output,
+            )
+        )
+        return ToolOutcome(
+            call_id=call.id,
+            name=call.name,
+            title=record.title,
+            kind=record.kind,
+            raw_input=call.arguments,
+            text=text,
+            ok=result.ok,
+            display=display,
+            locations=result.locations or (),
+            plan=record.plan,
+            raw_output=result.raw_output,
+        )
+
+    async def _fail_open_calls(self, reason: str) -> None:
+        """Close every call still open, and give each tool_use in history a result."""
+        if not self._open:
+            return
+        stranded = list(self._open.values())
+        self._open.clear()
+        outcomes = []
+        for record in stranded:
+            display = (TextDisplay(reason),)
+            await self._sink.emit(ToolCallFinished(record.call.id, "failed", display))
+            outcomes.append(
+                ToolOutcome(record.call.id, record.call.name, record.title, record.kind, record.call.arguments,
+                            reason, False, display, ())
+            )
+        if self._has_pending_tool_use():
+            await self._transcript.add_tool_results(outcomes)
+
+    def _has_pending_tool_use(self) -> bool:
+        last = self._transcript.messages[-1] if self._transcript.messages else None
+        return last is not None and last["role"] == "assistant" and any(
+            b.get("type") == "tool_use" for b in last["content"]
+        )

@@ -1,0 +1,138 @@
+"""The process-wide services every session shares, each built on first use.
+
+Nothing here may be built on the way to answering ``initialize`` or ``session/new`` unless it
+is cheap: the model provider, the tool registry and the memory store load when a session first
+needs them; the SessionDB is opened on a thread while the server starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+from acp_hermes.config import Paths, Settings
+from acp_hermes.model.pricing import cost_usd, price_of
+from acp_hermes.model.types import Usage
+from memory.grants import GrantStore
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from acp_hermes.model.provider import AnthropicProvider
+    from memory.session_db import SessionDB
+    from memory.store import MemoryStore
+    from tools.registry import ToolRegistry
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    paths: Paths
+    db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
+    _provider: AnthropicProvider | None = None
+    _registry: ToolRegistry | None = None
+    _db: SessionDB | None = None
+    _db_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _memory: MemoryStore | None = None
+    _grants: GrantStore | None = None
+
+    @property
+    def provider(self) -> AnthropicProvider:
+        if self._provider is None:
+            from acp_hermes.model.provider import AnthropicProvider
+
+            self._provider = AnthropicProvider(self.settings)
+        return self._provider
+
+    @property
+    def registry(self) -> ToolRegistry:
+        if self._registry is None:
+            from tools import core_tools
+            from tools.registry import ToolRegistry
+
+            self._registry = ToolRegistry(core_tools())
+        return self._registry
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The tools' names without building the registry, which imports every tool module."""
+        from tools import CORE_TOOL_NAMES
+
+        return frozenset(CORE_TOOL_NAMES)
+
+    @property
+    def db(self) -> SessionDB:
+        """The SessionDB: the one opened since start-up, or opened now (also when that failed)."""
+        with self._db_lock:
+            if self._db is None:
+                opening, self.db_opening = self.db_opening, None
+                if opening is not None:
+                    self._db = opening.result()
+                else:
+                    from memory.session_db import SessionDB
+
+                    self._db = SessionDB(self.paths.state_db)
+            return self._db
+
+    @property
+    def memory(self) -> MemoryStore:
+        if self._memory is None:
+            from memory.store import MemoryStore
+
+            self._memory = MemoryStore(
+                self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
+            )
+        return self._memory
+
+    @property
+    def grants(self) -> GrantStore:
+        if self._grants is None:
+            self._grants = GrantStore(self.paths.permissions_file)
+        return self._grants
+
+    def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
+        """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""
+        from memory.session_db import SessionNotFound
+
+        price = price_of(model, self.settings)
+        cost = cost_usd(usage, price, self.settings.cache_ttl) if price is not None else 0.0
+        with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing left to charge
+            self.db.add_usage(
+                session_id,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                cost_usd=cost,
+                api_calls=api_calls,
+            )
+
+    async def aclose(self) -> None:
+        if self._provider is not None:
+            await self._provider.aclose()
+        opening, self.db_opening = self.db_opening, None
+        if opening is not None and self._db is None:
+            with contextlib.suppress(Exception):  # opening failed: nothing to close
+                self._db = await anyio.to_thread.run_sync(opening.result)
+        if self._db is not None:
+            self._db.close()
+
+
+@dataclass(frozen=True)
+class SessionAuxiliary:
+    """The auxiliary model as one session's tools and titles use it: every call charged to it."""
+
+    runtime: Runtime
+    session_id: str
+
+    async def complete(self, *, system: str, prompt: str, max_tokens: int) -> str:
+        model = self.runtime.settings.auxiliary_model
+        text, usage = await self.runtime.provider.complete(
+            model=model, system=system, prompt=prompt, max_tokens=max_tokens
+        )
+        await anyio.to_thread.run_sync(self.runtime.record_usage, self.session_id, model, usage)
+        return text

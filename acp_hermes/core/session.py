@@ -1,0 +1,221 @@
+"""One session: its cwd, choices (mode, model, thinking), frozen system prompt, history and running turn.
+
+Prompts are serialised per session: one that arrives while a turn runs waits and runs next (in
+arrival order); ``cancel`` stops the running turn and every prompt queued before it, which all
+end ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_hermes.config import Settings
+from acp_hermes.core.choices import SessionChoices, apply_choice
+from acp_hermes.core.events import Event, EventSink, UsageReported
+from acp_hermes.core.hints import SubdirectoryHintTracker
+from acp_hermes.core.runtime import Runtime, SessionAuxiliary
+from acp_hermes.core.transcript import Transcript
+from acp_hermes.model.pricing import context_window, price_of
+from acp_hermes.model.types import Usage
+from acp_hermes.permissions.gate import Asker, PermissionGate
+from acp_hermes.permissions.modes import Mode
+from tools.context import ToolContext, ToolScope
+from tools.contracts import Editor, ToolEventSink, ToolServices
+
+if TYPE_CHECKING:
+    from acp_hermes.core.loop import StopReason, TurnSettings
+    from acp_hermes.core.user_prompt import PromptPart
+    from memory.session_db import SessionDB
+
+log = logging.getLogger(__name__)
+
+PLAN_MODE_NOTE = (
+    "[Plan mode is on: the session is read-only. Explore with read-only tools and reply with a plan; "
+    "edits and commands will be refused.]"
+)
+
+
+class Session:
+    """One session of one client: its state, its conversation and its running turn."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        cwd: Path,
+        additional_directories: tuple[Path, ...],
+        choices: SessionChoices,
+        system_prompt: str,
+        transcript: Transcript,
+        runtime: Runtime,
+        editor: Editor,
+        sink: EventSink,
+        asker: Asker,
+        title: str | None = None,
+    ) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.additional_directories = additional_directories
+        self.choices = choices
+        self.system_prompt = system_prompt
+        self.transcript = transcript
+        self.title = title
+        self.last_context_tokens = 0
+        self._runtime = runtime
+        self._sink = sink
+        self.editor = editor
+        self.auxiliary = SessionAuxiliary(runtime, session_id)
+        self.gate = PermissionGate(
+            asker=asker,
+            mode=choices.mode,
+            home=Path.home(),
+            hermes_home=runtime.paths.home,
+            project=cwd,
+            store=runtime.grants,
+        )
+        self.tools = ToolScope(
+            session_id=session_id,
+            cwd=cwd,
+            roots=(cwd, *additional_directories),
+            services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary),
+        )
+        self._hints = SubdirectoryHintTracker(cwd, additional_directories)
+        # (tool name, raw output) of the calls a restored session had completed: its tools get their
+        # state back from them when the first turn has loaded the tools anyway.
+        self.stored_tool_results: list[tuple[str, Any]] = []
+        self._turn_lock: anyio.Lock | None = None  # made by the first prompt: session/new need not load anyio's backend
+        self._cancel_epoch = 0
+        self._scope: anyio.CancelScope | None = None
+        self.closed = False
+        # Called once, after the first turn that completes while the session has no title.
+        self.on_first_exchange: Callable[[Session], None] | None = None
+        self._naming_started = False
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self.tools.roots
+
+    @property
+    def settings(self) -> Settings:
+        return self._runtime.settings
+
+    @property
+    def db(self) -> SessionDB:
+        return self._runtime.db
+
+    def set_choice(self, option_id: str, value: Any) -> None:
+        apply_choice(self.choices, self._runtime.settings, option_id, value)
+        self.gate.mode = self.choices.mode
+        self._persist_choices()
+
+    def _persist_choices(self) -> None:
+        self._runtime.db.update_session(
+            self.id, mode=self.choices.mode.value, model=self.choices.model, model_config=self.choices.as_config()
+        )
+
+    def _tool_context(self, call_id: str, title: str, sink: ToolEventSink) -> ToolContext:
+        return ToolContext(call_id=call_id, scope=self.tools, editor=self.editor, gate=self.gate, sink=sink,
+                           title=title)
+
+    def _turn_settings(self) -> TurnSettings:
+        from acp_hermes.core.loop import TurnSettings
+
+        settings = self._runtime.settings
+        level = self.choices.thought_level
+        return TurnSettings(
+            model=self.choices.model,
+            max_tokens=settings.max_output_tokens,
+            thinking_budget=None if level == "off" else settings.thinking_budgets.get(level),
+            max_iterations=settings.max_iterations,
+            cache_ttl=settings.cache_ttl,
+        )
+
+    async def prompt(self, parts: Sequence[PromptPart]) -> StopReason:
+        """Run one prompt to its end; queued behind a running turn if there is one."""
+        epoch = self._cancel_epoch
+        if self._turn_lock is None:
+            self._turn_lock = anyio.Lock()
+        async with self._turn_lock:
+            if epoch != self._cancel_epoch or self.closed:
+                return "cancelled"
+            return await self._run(parts)
+
+    async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
+        # Only turns need these; the adapter warms them up right after session/new.
+        from acp_hermes.core.attachments import convert_prompt
+        from acp_hermes.core.loop import AgentLoop
+
+        registry = self._runtime.registry
+        if self.stored_tool_results:
+            registry.restore_state(self.tools, self.stored_tool_results)
+            self.stored_tool_results = []
+        converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
+        content = list(converted.content)
+        if self.choices.mode is Mode.PLAN:
+            content.append({"type": "text", "text": PLAN_MODE_NOTE})
+        loop = AgentLoop(
+            provider=self._runtime.provider,
+            registry=registry,
+            sink=self._sink,
+            transcript=self.transcript,
+            system_prompt=self.system_prompt,
+            make_context=self._tool_context,
+            scope=self.tools,
+            hints=self._hints,
+        )
+        stop: StopReason = "cancelled"
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                stop = (await loop.run_turn(content, converted.plain_text, parts, self._turn_settings())).stop_reason
+            finally:
+                self._scope = None
+        result = loop.result  # also what a cancelled turn used before it stopped
+        if result.model_calls:
+            await self._account(result.usage, result.model_calls, result.context_tokens)
+        await self.report_usage()
+        if stop != "cancelled" and not self.title and not self._naming_started and self.on_first_exchange:
+            self._naming_started = True
+            self.on_first_exchange(self)
+        log.info("session %s: turn ended (%s)", self.id, stop)
+        return stop
+
+    async def _account(self, usage: Usage, model_calls: int, context_tokens: int) -> None:
+        self.last_context_tokens = context_tokens
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(
+                self._runtime.record_usage, self.id, self.choices.model, usage, model_calls
+            )
+
+    async def report_usage(self) -> None:
+        """Context used against the window, and the session's cost so far."""
+        settings = self._runtime.settings
+        cost = None
+        if price_of(self.choices.model, settings) is not None:
+            record = await anyio.to_thread.run_sync(self._runtime.db.get_session, self.id)
+            cost = record.estimated_cost_usd if record is not None else 0.0
+        await self._sink.emit(
+            UsageReported(
+                used=self.last_context_tokens,
+                size=context_window(self.choices.model, settings),
+                cost_usd=cost,
+            )
+        )
+
+    async def emit(self, event: Event) -> None:
+        await self._sink.emit(event)
+
+    def cancel(self) -> None:
+        """Stop the running turn and every prompt queued before now; idle → nothing happens."""
+        self._cancel_epoch += 1
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def close(self) -> None:
+        self.closed = True
+        self.cancel()

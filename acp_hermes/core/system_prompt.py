@@ -1,0 +1,277 @@
+"""The layered system prompt, built once per session.
+
+The provider caches the prompt prefix, so the text must be byte-identical for identical inputs:
+everything here is a pure function of ``PromptInputs`` and the files on disk, with fixed
+ordering, no clock other than the injected ``now`` (date only) and nothing taken from the
+process's cwd or environment. Anything that changes during a session (hints, recall, warnings)
+belongs in user messages or tool results, never here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from acp_hermes.config import Paths
+from memory.scan import guard_context_text
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT_FILE_MAX_CHARS = 20_000
+_HEAD_SHARE = 0.7
+_TAIL_SHARE = 0.2
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+DEFAULT_IDENTITY = (
+    "You are acp-hermes, a coding agent working inside the user's code editor through the Agent "
+    "Client Protocol (ACP), built on the design of Hermes Agent by Nous Research. You help with "
+    "software work: understanding code, changing it, running commands and tests. Be direct and "
+    "precise, say when you are unsure, and do the work with your tools rather than describing it."
+)
+
+_HERMES_FILES = (".hermes.md", "HERMES.md")
+_AGENTS_FILES = ("AGENTS.md", "agents.md")
+_CLAUDE_FILES = ("CLAUDE.md", "claude.md")
+
+
+@dataclass(frozen=True)
+class PromptInputs:
+    """Everything the system prompt depends on; the caller builds it once per session."""
+
+    paths: Paths
+    cwd: Path
+    session_id: str
+    now: datetime
+    system_message: str | None
+    memory_block: str
+    tool_names: frozenset[str]
+    context_file_max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS
+    additional_directories: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A relative cwd would make the prompt depend on the process's cwd (invariant 6).
+        if not self.cwd.is_absolute():
+            raise ValueError(f"the session cwd must be absolute, got {self.cwd}")
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """A project instruction file as it goes into the prompt (already scanned and capped)."""
+
+    path: Path
+    label: str
+    text: str
+
+
+def build_system_prompt(inputs: PromptInputs) -> str:
+    """The session's frozen system prompt: identity, guidance, config, memory, project, environment."""
+    context_files = find_context_files(inputs.cwd, inputs.context_file_max_chars)
+    layers = [
+        _identity(inputs.paths, inputs.context_file_max_chars),
+        _tool_guidance(inputs.tool_names),
+        _config_message(inputs.system_message),
+        inputs.memory_block,
+        _project_context(context_files),
+        _environment(inputs),
+    ]
+    return "\n\n".join(layer.strip() for layer in layers if layer and layer.strip())
+
+
+def find_context_files(cwd: Path, max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS) -> list[ContextFile]:
+    """The project instruction files a session in ``cwd`` loads; only the first kind found counts.
+
+    Priority (as Hermes): ``.hermes.md``/``HERMES.md`` from cwd up to the git root, then
+    ``AGENTS.md``, then ``CLAUDE.md``, then ``.cursorrules`` plus ``.cursor/rules/*.mdc`` (cwd only).
+    """
+    root = Path(os.path.realpath(cwd))
+    hermes = _first_loaded(root, _hermes_search_dirs(root), _HERMES_FILES, max_chars, front_matter=True)
+    if hermes:
+        return hermes
+    for names in (_AGENTS_FILES, _CLAUDE_FILES):
+        found = _first_loaded(root, (root,), names, max_chars)
+        if found:
+            return found
+    return _cursor_rules(root, max_chars)
+
+
+def load_context_text(path: Path, label: str, max_chars: int, *, front_matter: bool = False) -> str | None:
+    """A context file's text, scanned for injection and capped; None when absent, empty or unreadable."""
+    try:
+        if not path.is_file():
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        log.warning("cannot read context file %s: %s", path, exc)
+        return None
+    text = text.lstrip("\ufeff")
+    if front_matter:
+        text = strip_front_matter(text)
+    text = text.strip()
+    if not text:
+        return None
+    return truncate_middle(guard_context_text(label, text), max_chars, label)
+
+
+def truncate_middle(text: str, limit: int, label: str) -> str:
+    """Cut ``text`` to about ``limit`` chars keeping the head (70 %) and tail (20 %), saying what went."""
+    if len(text) <= limit:
+        return text
+    head = int(limit * _HEAD_SHARE)
+    tail = int(limit * _TAIL_SHARE)
+    omitted = len(text) - head - tail
+    marker = (
+        f"[... {omitted:,} of {len(text):,} characters of {label} omitted here; "
+        f"read the file for the full text ...]"
+    )
+    return f"{text[:head].rstrip()}\n\n{marker}\n\n{text[len(text) - tail :].lstrip()}"
+
+
+def strip_front_matter(text: str) -> str:
+    """``text`` without a leading YAML front-matter block (``---`` ... ``---``); unterminated stays."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip() != "---":
+        return text
+    for index, line in enumerate(lines[1:], start=1):
+        if line.rstrip() in ("---", "..."):
+            return "".join(lines[index + 1 :])
+    return text
+
+
+def _git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _hermes_search_dirs(cwd: Path) -> list[Path]:
+    """cwd and its parents up to the git root, nearest first; cwd alone outside a repository."""
+    git_root = _git_root(cwd)
+    if git_root is None:
+        return [cwd]
+    dirs = []
+    for directory in (cwd, *cwd.parents):
+        dirs.append(directory)
+        if directory == git_root:
+            break
+    return dirs
+
+
+def _first_loaded(
+    cwd: Path, dirs: Iterable[Path], names: Sequence[str], max_chars: int, *, front_matter: bool = False
+) -> list[ContextFile]:
+    for directory in dirs:
+        for name in names:
+            path = directory / name
+            label = _relative_label(path, cwd)
+            text = load_context_text(path, label, max_chars, front_matter=front_matter)
+            if text is not None:
+                return [ContextFile(path, label, text)]
+    return []
+
+
+def _cursor_rules(cwd: Path, max_chars: int) -> list[ContextFile]:
+    rules_dir = cwd / ".cursor" / "rules"
+    try:
+        mdc = sorted(rules_dir.glob("*.mdc")) if rules_dir.is_dir() else []
+    except OSError as exc:
+        log.warning("cannot list %s: %s", rules_dir, exc)
+        mdc = []
+    files = []
+    for path in (cwd / ".cursorrules", *mdc):
+        label = _relative_label(path, cwd)
+        text = load_context_text(path, label, max_chars)
+        if text is not None:
+            files.append(ContextFile(path, label, text))
+    return files
+
+
+def _relative_label(path: Path, cwd: Path) -> str:
+    return Path(os.path.relpath(path, cwd)).as_posix()
+
+
+def _identity(paths: Paths, max_chars: int) -> str:
+    """SOUL.md when present and clean; otherwise our default (plus the marker if SOUL.md was blocked)."""
+    soul = load_context_text(paths.soul, "SOUL.md", max_chars)
+    if soul is None:
+        return DEFAULT_IDENTITY
+    if soul.startswith("[BLOCKED:"):
+        return f"{DEFAULT_IDENTITY}\n\n{soul}"
+    return soul
+
+
+def _tool_guidance(tools: frozenset[str]) -> str:
+    """How to work in the editor, mentioning only the tools this session actually has."""
+    bullets = ["Be concise. Act with your tools instead of describing what you would do."]
+    if "read_file" in tools:
+        bullets.append("Read a file with `read_file` before you edit it; never edit from memory.")
+    if "search_files" in tools:
+        bullets.append("Find code with `search_files` instead of guessing paths or names.")
+    if "patch" in tools:
+        rewrite = " Use `write_file` only for new files or full rewrites." if "write_file" in tools else ""
+        bullets.append(f"Prefer `patch` for small, targeted edits.{rewrite}")
+    elif "write_file" in tools:
+        bullets.append("Use `write_file` to create or rewrite files.")
+    if "terminal" in tools:
+        bullets.append("Check your work: run tests, builds and linters with `terminal`, and report failures.")
+    if "todo" in tools:
+        bullets.append("For multi-step work keep a plan with `todo` and update it as steps finish.")
+    if tools & {"patch", "write_file", "terminal"}:
+        bullets.append(
+            "The user sees each file edit as a diff and each command before it runs, and may decline. "
+            "If something is declined, do not retry it or a variant: ask the user how to proceed."
+        )
+    sections = ["# How to work\n" + "\n".join(f"- {bullet}" for bullet in bullets)]
+    if "memory" in tools:
+        sections.append(
+            "# Memory\n"
+            "Your `memory` tool persists notes across sessions; they are injected into *future* sessions, "
+            "not this one. Save durable facts about projects, environment, conventions and lessons "
+            "learned to memory; save who the user is (name, role, preferences, style) to the user "
+            "profile. Keep entries short and factual; skip transient task state and anything the code "
+            "already says; fix or remove entries that turn out wrong."
+        )
+    if "session_search" in tools:
+        sections.append(
+            "# Past sessions\n"
+            "When the user refers to earlier work or a past conversation, look it up with "
+            "`session_search` before asking them to repeat themselves."
+        )
+    return "\n\n".join(sections)
+
+
+def _config_message(message: str | None) -> str:
+    if message is None or not message.strip():
+        return ""
+    return f"# Instructions from the user's configuration\n{message.strip()}"
+
+
+def _project_context(files: Sequence[ContextFile]) -> str:
+    if not files:
+        return ""
+    parts = ["# Project context\nThese instruction files from the project apply to this session:"]
+    parts.extend(f"## {item.label}\n{item.text}" for item in files)
+    return "\n\n".join(parts)
+
+
+def _environment(inputs: PromptInputs) -> str:
+    today = inputs.now.date()
+    lines = [
+        "# Environment",
+        f"Date: {today.isoformat()} ({_WEEKDAYS[today.weekday()]})",
+        f"Workspace: {inputs.cwd}",
+    ]
+    if inputs.additional_directories:
+        extra = ", ".join(str(directory) for directory in inputs.additional_directories)
+        lines.append(f"Additional workspace directories: {extra}")
+    lines.append(
+        "The user works in a code editor: Markdown renders, and your tool calls show inline, so do not "
+        "repeat their output. Give file paths relative to the workspace or absolute."
+    )
+    # Last, so sessions in the same workspace on the same day share the longest cacheable prefix.
+    lines.append(f"Session: {inputs.session_id}")
+    return "\n".join(lines)

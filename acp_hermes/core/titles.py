@@ -1,0 +1,71 @@
+"""Session titles: written by the auxiliary model after the first exchange.
+
+The first user line is the fallback when the model call fails or takes too long, so every
+session in the editor's history has a name.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import anyio
+
+from acp_hermes.core.events import TitleChanged
+
+if TYPE_CHECKING:
+    from acp_hermes.core.session import Session
+
+log = logging.getLogger(__name__)
+
+TITLE_TIMEOUT = 20.0
+MAX_TITLE_CHARS = 60
+TITLE_SYSTEM = (
+    "You name conversations between a developer and a coding agent. Reply with a title of at most six "
+    "words that says what the developer wants done. No quotes, no trailing punctuation."
+)
+
+
+def fallback_title(user_text: str) -> str:
+    line = next((ln.strip() for ln in user_text.splitlines() if ln.strip()), "New session")
+    return clean_title(line)
+
+
+def clean_title(text: str) -> str:
+    title = " ".join(text.split()).strip().strip("\"'`").rstrip(".")
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return title or "New session"
+
+
+async def name_session(session: Session) -> None:
+    """Give ``session`` a title (once) and tell the editor."""
+    if session.title:
+        return
+    db = session.db
+    rows = await anyio.to_thread.run_sync(db.messages, session.id)
+    user_text = next((r.content for r in rows if r.role == "user"), "")
+    answer = next((r.content for r in rows if r.role == "assistant" and r.content), "")
+    title = fallback_title(user_text)
+    with anyio.move_on_after(TITLE_TIMEOUT):
+        try:
+            text = await session.auxiliary.complete(
+                system=TITLE_SYSTEM,
+                prompt=f"Developer: {user_text[:2000]}\n\nAgent: {answer[:1000]}\n\nTitle:",
+                max_tokens=32,
+            )
+            if text.strip():
+                title = clean_title(text)
+        except Exception as exc:
+            log.info("title generation failed (%s); using the first user line", exc)
+    from memory.session_db import SessionNotFound
+
+    try:
+        await anyio.to_thread.run_sync(lambda: db.update_session(session.id, title=title))
+    except SessionNotFound:
+        log.info("session %s was deleted before it got its title", session.id)
+        return
+    session.title = title
+    updated = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    await session.emit(TitleChanged(title, updated))

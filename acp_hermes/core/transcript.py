@@ -1,0 +1,249 @@
+"""The conversation as the model sees it, appended to the SessionDB as it happens.
+
+Each message is written once, when it is complete (a user prompt, an assistant message with
+its tool calls, each tool result) and never rewritten, so a crash loses at most the message
+in flight. Each row also keeps what the user was shown (its ``display`` record, in this
+module's field names), so a reloaded session can show the conversation exactly again:
+``stored_messages`` reads the rows back as typed records for whoever renders them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
+from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
+
+if TYPE_CHECKING:
+    from memory.session_db import MessageRecord, SessionDB
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A finished tool call as it is stored: for the model and for replay."""
+
+    call_id: str
+    name: str
+    title: str
+    kind: str
+    raw_input: Any
+    text: str
+    ok: bool
+    display: tuple[Display, ...]
+    locations: tuple[Location, ...]
+    plan: tuple[PlanEntry, ...] | None = None
+    raw_output: Any = None
+
+    def result_block(self) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.call_id, "content": self.text}
+        if not self.ok:
+            block["is_error"] = True
+        return block
+
+    def display_record(self) -> dict[str, Any]:
+        # A client terminal is gone after the turn: replay its output as text instead.
+        shown = tuple(TextDisplay(self.text, "") if isinstance(d, TerminalDisplay) else d for d in self.display)
+        record: dict[str, Any] = {
+            "title": self.title,
+            "kind": self.kind,
+            "raw_input": self.raw_input,
+            "status": "completed" if self.ok else "failed",
+            "display": encode_display(shown),
+            "locations": [{"path": loc.path, "line": loc.line} for loc in self.locations],
+        }
+        if self.raw_output is not None:
+            record["raw_output"] = self.raw_output
+        if self.plan is not None:
+            record["plan"] = [{"content": e.content, "status": e.status, "priority": e.priority} for e in self.plan]
+        return record
+
+
+class Transcript:
+    """History in Anthropic message format, mirrored row by row into the SessionDB."""
+
+    def __init__(self, session_id: str, db: SessionDB, messages: list[dict[str, Any]] | None = None) -> None:
+        self.session_id = session_id
+        self._db = db
+        self.messages: list[dict[str, Any]] = messages if messages is not None else []
+
+    async def _append_row(self, role: str, content: str, **fields: Any) -> None:
+        def write() -> None:
+            from memory.session_db import SessionNotFound
+
+            try:
+                self._db.append_message(self.session_id, role, content, **fields)
+            except SessionNotFound:  # deleted while its turn was winding down: nowhere to keep it
+                log.info("session %s was deleted; dropped its %s message", self.session_id, role)
+
+        with anyio.CancelScope(shield=True):  # a cancel must not lose a finished message
+            await anyio.to_thread.run_sync(write)
+
+    async def add_user(self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart]) -> None:
+        self.messages.append({"role": "user", "content": content})
+        await self._append_row("user", plain_text, payload=content, display={"prompt": [to_record(p) for p in prompt]})
+
+    async def add_assistant(
+        self,
+        content: list[dict[str, Any]],
+        *,
+        message_id: str,
+        text: str,
+        reasoning: str,
+        stop_reason: str,
+        output_tokens: int | None,
+    ) -> None:
+        tool_calls = [
+            {"id": b["id"], "name": b["name"], "arguments": b.get("input", {})}
+            for b in content
+            if b.get("type") == "tool_use"
+        ]
+        if content:
+            self.messages.append({"role": "assistant", "content": content})
+        await self._append_row(
+            "assistant",
+            text,
+            payload=content,
+            display={"message_id": message_id},
+            tool_calls=tool_calls or None,
+            reasoning=reasoning or None,
+            finish_reason=stop_reason,
+            token_count=output_tokens,
+        )
+
+    async def add_tool_results(self, outcomes: Sequence[ToolOutcome]) -> None:
+        """Store finished calls (in call order) and add their results to the history."""
+        if not outcomes:
+            return
+        blocks = [outcome.result_block() for outcome in outcomes]
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
+            last["content"] = [*last["content"], *blocks]
+        else:
+            self.messages.append({"role": "user", "content": blocks})
+        for outcome, block in zip(outcomes, blocks, strict=True):
+            await self._append_row(
+                "tool",
+                outcome.text,
+                tool_call_id=outcome.call_id,
+                tool_name=outcome.name,
+                payload=block,
+                display=outcome.display_record(),
+            )
+
+
+def _is_tool_results(content: Any) -> bool:
+    return isinstance(content, list) and bool(content) and all(b.get("type") == "tool_result" for b in content)
+
+
+def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
+    """Rebuild the model's view of a stored conversation."""
+    messages: list[dict[str, Any]] = []
+    for row in rows:
+        if row.role == "tool":
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
+                last["content"].append(row.payload)
+            else:
+                messages.append({"role": "user", "content": [row.payload]})
+        elif row.payload:
+            messages.append({"role": row.role, "content": list(row.payload)})
+    return messages
+
+
+# --- stored rows as typed records ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPrompt:
+    message_id: str
+    parts: tuple[PromptPart, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReply:
+    message_id: str
+    text: str
+    reasoning: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredToolCall:
+    call_id: str
+    name: str
+    title: str
+    kind: str
+    raw_input: Any
+    ok: bool
+    display: tuple[Display, ...]
+    locations: tuple[Location, ...]
+    raw_output: Any = None
+    plan: tuple[PlanEntry, ...] | None = None
+
+
+StoredMessage = StoredPrompt | StoredReply | StoredToolCall
+
+
+def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
+    """The conversation in the order the user saw it."""
+    for row in rows:
+        display = row.display if isinstance(row.display, dict) else {}
+        if row.role == "user":
+            prompt = display.get("prompt")
+            records = prompt if isinstance(prompt, list) and prompt else None
+            parts = tuple(from_record(r) for r in records) if records else (TextPart(row.content),)
+            yield StoredPrompt(f"user-{row.id}", parts)
+        elif row.role == "assistant":
+            yield StoredReply(display.get("message_id") or f"agent-{row.id}", row.content, row.reasoning or "")
+        elif row.role == "tool":
+            yield _stored_tool_call(row, display)
+
+
+def _stored_tool_call(row: MessageRecord, display: dict[str, Any]) -> StoredToolCall:
+    plan = display.get("plan")
+    return StoredToolCall(
+        call_id=row.tool_call_id or f"call-{row.id}",
+        name=row.tool_name or "tool",
+        title=display.get("title") or row.tool_name or "tool",
+        kind=display.get("kind") or "other",
+        raw_input=display.get("raw_input"),
+        ok=display.get("status") == "completed",
+        display=decode_display(display.get("display") or []),
+        locations=tuple(Location(loc["path"], loc.get("line")) for loc in display.get("locations") or []),
+        raw_output=display.get("raw_output"),
+        plan=None if plan is None else tuple(
+            PlanEntry(e["content"], e.get("status", "pending"), e.get("priority", "medium")) for e in plan
+        ),
+    )
+
+
+def encode_display(items: Sequence[Display]) -> list[dict[str, Any]]:
+    """Display values as JSON-able records."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, TextDisplay):
+            out.append({"type": "text", "text": item.text, "fence": item.fence})
+        elif isinstance(item, DiffDisplay):
+            out.append({"type": "diff", "path": item.path, "old": item.old_text, "new": item.new_text})
+        else:
+            out.append({"type": "terminal", "id": item.terminal_id})
+    return out
+
+
+def decode_display(data: list[dict[str, Any]]) -> tuple[Display, ...]:
+    items: list[Display] = []
+    for item in data:
+        kind = item.get("type")
+        if kind == "text":
+            items.append(TextDisplay(item["text"], item.get("fence")))
+        elif kind == "diff":
+            items.append(DiffDisplay(item["path"], item.get("old"), item["new"]))
+        elif kind == "terminal":
+            items.append(TerminalDisplay(item["id"]))
+    return tuple(items)

@@ -1,0 +1,1 @@
+"""The model client: request and event types, the Anthropic provider, prices and context windows."""

@@ -1,0 +1,345 @@
+"""The Anthropic provider: request building, prompt-cache breakpoints, streaming, retries, usage.
+
+The ``anthropic`` SDK is imported on first use only (it costs ~0.9 s), so answering
+``initialize`` and ``session/new`` never pays for it. The SDK's own retries are off: ours are
+abortable by cancel, honour ``retry-after`` and never repeat a stream the user already saw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_hermes.config import Settings
+from acp_hermes.model.types import (
+    Completed,
+    ModelError,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseReady,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+MAX_CACHE_BREAKPOINTS = 4
+_MAX_RETRY_AFTER = 60.0
+_UNCACHEABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
+def with_cache_breakpoints(
+    system: str, messages: Sequence[dict[str, Any]], ttl: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """System and messages with ``cache_control`` on the system prompt and the last three
+    messages. Works on copies: the stored history is never altered."""
+    marker: dict[str, Any] = {"type": "ephemeral"}
+    if ttl == "1h":
+        marker["ttl"] = "1h"
+    system_blocks = [{"type": "text", "text": system, "cache_control": dict(marker)}] if system else []
+    out = [{"role": m["role"], "content": _as_blocks(m["content"])} for m in messages]
+    budget = MAX_CACHE_BREAKPOINTS - len(system_blocks)
+    for message in reversed(out):
+        if budget == 0:
+            break
+        blocks = message["content"]
+        for index in range(len(blocks) - 1, -1, -1):
+            block = blocks[index]
+            if not _cacheable(block):
+                continue
+            blocks[index] = {**block, "cache_control": dict(marker)}
+            budget -= 1
+            break
+    return system_blocks, out
+
+
+def merge_consecutive_roles(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join neighbouring messages of the same role (left by a cancelled turn) into one."""
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if merged and merged[-1]["role"] == message["role"]:
+            previous = merged[-1]
+            previous["content"] = _as_blocks(previous["content"]) + _as_blocks(message["content"])
+        else:
+            merged.append({"role": message["role"], "content": message["content"]})
+    return merged
+
+
+def _cacheable(block: dict[str, Any]) -> bool:
+    kind = block.get("type")
+    return kind not in _UNCACHEABLE_BLOCKS and not (kind == "text" and not block.get("text"))
+
+
+def _as_blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def retry_delay(attempt: int, settings: Settings, retry_after: float | None) -> float:
+    """Exponential backoff with full jitter, or what the server asked for."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), _MAX_RETRY_AFTER)
+    ceiling = min(settings.retry_max_delay, settings.retry_base_delay * (2**attempt))
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue
+    return None
+
+
+def describe_failure(error: BaseException) -> str:
+    """A sentence the user can act on."""
+    import anthropic
+
+    if isinstance(error, anthropic.AuthenticationError):
+        return (
+            "The model API rejected the API key (401). Check ANTHROPIC_API_KEY or run "
+            "`acp-hermes setup`."
+        )
+    if isinstance(error, anthropic.PermissionDeniedError):
+        return f"The model API refused access (403): {_api_message(error)}"
+    if isinstance(error, anthropic.NotFoundError):
+        return f"The model API returned 404: {_api_message(error)} (is the model name right?)"
+    if isinstance(error, anthropic.APIStatusError):
+        if error.status_code < 400:  # an ``error`` event inside a streamed 200 response
+            return f"The model stream broke off: {_api_message(error)}"
+        return f"The model API returned an error ({error.status_code}): {_api_message(error)}"
+    if isinstance(error, anthropic.APITimeoutError):
+        return "The model API did not answer in time."
+    if isinstance(error, anthropic.APIConnectionError):
+        return f"Could not reach the model API: {error.__cause__ or error}"
+    return f"The model call failed: {type(error).__name__}: {error}"
+
+
+def _api_message(error: Any) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+    return str(getattr(error, "message", error))
+
+
+async def _back_off_or_raise(error: Exception, attempt: int, settings: Settings) -> None:
+    """Sleep before retry ``attempt + 1``, or raise ModelError when the failure is final."""
+    if not _is_retryable(error) or attempt >= settings.max_retries:
+        log.warning("model call failed after %d attempt(s): %s", attempt + 1, error)
+        raise ModelError(describe_failure(error)) from error
+    response = getattr(error, "response", None)
+    delay = retry_delay(attempt, settings, _retry_after(getattr(response, "headers", None)))
+    log.info("model call failed (%s); retry %d in %.2fs", error, attempt + 1, delay)
+    await anyio.sleep(delay)
+
+
+def _is_retryable(error: BaseException) -> bool:
+    import anthropic
+
+    response = getattr(error, "response", None)
+    verdict = response.headers.get("x-should-retry") if response is not None else None
+    if verdict in ("true", "false"):  # the server's explicit word wins over the status
+        return verdict == "true"
+    if isinstance(error, anthropic.APIStatusError):
+        # An ``error`` event inside a 200 stream carries its type instead of a status.
+        return error.status_code in RETRYABLE_STATUSES or getattr(error, "type", None) in RETRYABLE_STREAM_ERRORS
+    return isinstance(error, anthropic.APIConnectionError)
+
+
+@dataclass
+class _Accumulator:
+    """Builds the assistant message's content blocks from stream events."""
+
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    json_parts: dict[int, list[str]] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "end_turn"
+
+    def content(self) -> list[dict[str, Any]]:
+        return [self.blocks[i] for i in sorted(self.blocks)]
+
+
+class AnthropicProvider:
+    """One per process: the HTTP client (and its TLS context) is shared by every session."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client: AsyncAnthropic | None = None
+
+    def _get_client(self) -> AsyncAnthropic:
+        if self._client is None:
+            from anthropic import AsyncAnthropic
+
+            key = self._settings.api_key.get_secret_value() if self._settings.api_key else None
+            self._client = AsyncAnthropic(
+                api_key=key,
+                base_url=self._settings.base_url,
+                max_retries=0,
+                timeout=self._settings.request_timeout,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages = with_cache_breakpoints(
+            request.system, merge_consecutive_roles(request.messages), request.cache_ttl
+        )
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": messages,
+        }
+        if system:
+            params["system"] = system
+        if request.tools:
+            params["tools"] = list(request.tools)
+        if request.thinking_budget:
+            params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+            params["max_tokens"] = request.max_tokens + request.thinking_budget
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model message, retrying failures that happen before anything was shown."""
+        params = self._params(request)
+        attempt = 0
+        while True:
+            yielded = False
+            try:
+                async for event in self._stream_once(params):
+                    yielded = True
+                    yield event
+                return
+            except Exception as error:
+                if yielded:
+                    raise ModelError(describe_failure(error)) from error
+                await _back_off_or_raise(error, attempt, self._settings)
+                attempt += 1
+
+    async def _stream_once(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        client = self._get_client()
+        stream = await client.messages.create(**params, stream=True)
+        acc = _Accumulator()
+        try:
+            async for event in stream:
+                for out in self._absorb(acc, event):
+                    yield out
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stream.close()
+        yield Completed(acc.content(), acc.stop_reason, acc.usage)
+
+    def _absorb(self, acc: _Accumulator, event: Any) -> list[StreamEvent]:
+        kind = event.type
+        if kind == "message_start":
+            usage = event.message.usage
+            acc.usage = Usage(
+                input_tokens=usage.input_tokens or 0,
+                output_tokens=usage.output_tokens or 0,
+                cache_read_tokens=usage.cache_read_input_tokens or 0,
+                cache_write_tokens=usage.cache_creation_input_tokens or 0,
+            )
+        elif kind == "content_block_start":
+            block = event.content_block.model_dump(mode="json", exclude_none=True)
+            if block["type"] == "tool_use":
+                block["input"] = {}
+                acc.json_parts[event.index] = []
+            elif block["type"] == "text":
+                block["text"] = block.get("text", "")
+                block.pop("citations", None)
+            acc.blocks[event.index] = block
+        elif kind == "content_block_delta":
+            return self._absorb_delta(acc, event.index, event.delta)
+        elif kind == "content_block_stop":
+            block = acc.blocks.get(event.index)
+            if block is not None and block["type"] == "tool_use":
+                raw = "".join(acc.json_parts.pop(event.index, []))
+                arguments = _parse_arguments(raw)
+                block["input"] = arguments if arguments is not None else {}
+                return [ToolUseReady(block["id"], block["name"], arguments, raw)]
+        elif kind == "message_delta":
+            if event.delta.stop_reason:
+                acc.stop_reason = event.delta.stop_reason
+            output = getattr(event.usage, "output_tokens", None)
+            if output is not None:
+                acc.usage = Usage(
+                    acc.usage.input_tokens, output, acc.usage.cache_read_tokens, acc.usage.cache_write_tokens
+                )
+        return []
+
+    @staticmethod
+    def _absorb_delta(acc: _Accumulator, index: int, delta: Any) -> list[StreamEvent]:
+        block = acc.blocks.get(index)
+        if block is None:
+            return []
+        kind = delta.type
+        if kind == "text_delta":
+            block["text"] += delta.text
+            return [TextDelta(delta.text)] if delta.text else []
+        if kind == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+            return [ThinkingDelta(delta.thinking)] if delta.thinking else []
+        if kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta.signature
+        elif kind == "input_json_delta":
+            acc.json_parts.setdefault(index, []).append(delta.partial_json)
+        return []
+
+    async def complete(
+        self, *, model: str, system: str, prompt: str, max_tokens: int = 512
+    ) -> tuple[str, Usage]:
+        """One short non-streamed call (titles, summaries), with the same retry policy."""
+        client = self._get_client()
+        attempt = 0
+        while True:
+            try:
+                message = await client.messages.create(
+                    model=model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                )
+                break
+            except Exception as error:
+                await _back_off_or_raise(error, attempt, self._settings)
+                attempt += 1
+        text = "".join(block.text for block in message.content if block.type == "text")
+        usage = message.usage
+        return text, Usage(
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.cache_read_input_tokens or 0,
+            usage.cache_creation_input_tokens or 0,
+        )
+
+
+def _parse_arguments(raw: str) -> dict[str, Any] | None:
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

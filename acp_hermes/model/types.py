@@ -1,0 +1,89 @@
+"""What the agent and a model provider exchange: requests, streamed events, usage, failures.
+
+The loop sees only these values; ``provider.AnthropicProvider`` makes them from the Anthropic
+Messages API, and tests can make them from a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one model call, or a sum of them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every input token of the call, cached or not."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: Sequence[dict[str, Any]]
+    tools: Sequence[dict[str, Any]] = ()
+    max_tokens: int = 16_384
+    thinking_budget: int | None = None
+    cache_ttl: str = "5m"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseReady:
+    """A complete tool call; ``arguments`` is None when the streamed JSON did not parse."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The end of one model message: its content blocks as they go back into history."""
+
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage
+
+
+StreamEvent = TextDelta | ThinkingDelta | ToolUseReady | Completed
+
+
+class ModelError(Exception):
+    """A model call failed for good; the message is written for the user."""
+
+
+class Provider(Protocol):
+    """Streams one model message per request, and answers short side questions."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def complete(self, *, model: str, system: str, prompt: str, max_tokens: int = 512) -> tuple[str, Usage]: ...

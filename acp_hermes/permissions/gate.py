@@ -1,0 +1,208 @@
+"""The permission gate every mutation passes: it carries out the policy's verdict.
+
+A refusal becomes ``PermissionDenied`` (its message is what the model is told); a question goes
+to the user through the ``Asker`` with the exact diff or command in front of them; an answer of
+"always" is remembered narrowly, as the verdict's offer names it: edits or memory updates for
+the rest of the session, a command's program and subcommand (``git status``, ``pytest``) for the
+session and, in the grant store, for the project.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+
+from acp_hermes.permissions.modes import Mode
+from acp_hermes.permissions.policy import (
+    DECLINED,
+    CommandRequest,
+    EditRequest,
+    GrantOffer,
+    Grants,
+    Request,
+    StateRequest,
+    Surroundings,
+    Verdict,
+    decide,
+)
+from memory.grants import GrantStore, ProjectGrants
+from tools.context import ToolContext
+from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
+
+log = logging.getLogger(__name__)
+
+ALLOW_ONCE = "allow_once"
+ALLOW_ALWAYS = "allow_always"
+REJECT_ONCE = "reject_once"
+REJECT_ALWAYS = "reject_always"
+CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)."""
+
+    option_id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionQuestion:
+    call_id: str
+    title: str
+    kind: ToolKind
+    display: tuple[Display, ...]
+    options: tuple[PermissionOption, ...]
+
+
+class Asker(Protocol):
+    """Puts a permission question to the user."""
+
+    async def ask(self, question: PermissionQuestion) -> str:
+        """The chosen option id, or ``"cancelled"``."""
+        ...
+
+
+@dataclass
+class SessionGrants:
+    """What the user chose "always" for, for the rest of this session."""
+
+    edits: bool | None = None
+    state: bool | None = None
+    allow_commands: set[str] = field(default_factory=set)
+    reject_commands: set[str] = field(default_factory=set)
+
+
+class PermissionGate:
+    """One per session; implements ``tools.context.Gate``."""
+
+    def __init__(self, *, asker: Asker, mode: Mode, home: Path, hermes_home: Path, project: Path,
+                 store: GrantStore) -> None:
+        self.asker = asker
+        self.mode = mode
+        self._home = home
+        self._hermes_home = hermes_home
+        self._project = project
+        self._store = store
+        self.session = SessionGrants()
+        self._project_grants: ProjectGrants | None = None  # read from the store on first need
+
+    # -- tools.context.Gate
+
+    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
+        title = ctx.title or _edit_title(changes, ctx.cwd)
+        await self._settle(ctx, EditRequest(tuple(c.path for c in changes)), title, "edit", display)
+
+    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
+        display = (TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh"),)
+        title = ctx.title or (f"Run {command}" if len(command) <= 80 else f"Run {command[:79]}…")
+        await self._settle(ctx, CommandRequest(command), title, "execute", display)
+
+    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
+        title = ctx.title or "Update memory"
+        await self._settle(ctx, StateRequest(), title, "edit", display)
+
+    # -- carrying out a verdict
+
+    async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
+                      display: tuple[Display, ...]) -> None:
+        where = Surroundings(self._home, self._hermes_home, ctx.roots)
+        verdict = decide(request, self.mode, await self.grants(), where)
+        if verdict.outcome == "refuse":
+            log.info("permission: refused (%s)", "; ".join(verdict.reasons))
+            raise PermissionDenied(verdict.message)
+        if verdict.outcome == "allow":
+            log.info("permission: allowed by %s", "; ".join(verdict.reasons))
+        else:
+            if verdict.reasons:
+                log.info("permission: needs approval (%s)", "; ".join(verdict.reasons))
+            choice = await self._ask(ctx, _question_title(title, request, verdict), kind, display, verdict.offer)
+            if choice in (ALLOW_ALWAYS, REJECT_ALWAYS) and verdict.offer is not None:
+                await self._remember(verdict.offer, allow=choice == ALLOW_ALWAYS)
+            _require_allowed(choice)
+        await ctx.show(display)
+
+    async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
+                   offer: GrantOffer | None) -> str:
+        options = [PermissionOption(ALLOW_ONCE, "Allow once")]
+        if offer is not None:
+            options.append(PermissionOption(ALLOW_ALWAYS, offer.allow_label))
+        options.append(PermissionOption(REJECT_ONCE, "Reject"))
+        if offer is not None:
+            options.append(PermissionOption(REJECT_ALWAYS, offer.reject_label))
+        choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, kind, display, tuple(options)))
+        if choice == CANCELLED or any(choice == option.option_id for option in options):
+            return choice
+        log.warning("permission: option %r was not offered; treating it as a rejection", choice)
+        return REJECT_ONCE
+
+    async def _remember(self, offer: GrantOffer, *, allow: bool) -> None:
+        if offer.scope == "edits":
+            self.session.edits = allow
+        elif offer.scope == "state":
+            self.session.state = allow
+        else:
+            (self.session.allow_commands if allow else self.session.reject_commands).update(offer.keys)
+            self._project_grants = await anyio.to_thread.run_sync(
+                lambda: self._store.remember(self._project, offer.keys, allow=allow)
+            )
+        log.info("permission: remembered %s %s", "allow" if allow else "reject", offer.keys or offer.scope)
+
+    # -- what is in force
+
+    async def grants(self) -> Grants:
+        if self._project_grants is None:
+            self._project_grants = await anyio.to_thread.run_sync(self._store.project, self._project)
+        project = self._project_grants
+        return Grants(
+            edits=self.session.edits,
+            state=self.session.state,
+            allowed_commands=frozenset(self.session.allow_commands | project.allow),
+            rejected_commands=frozenset(self.session.reject_commands | project.reject),
+        )
+
+    async def describe(self) -> list[str]:
+        """The mode and the grants in force, one line each (``/permissions``)."""
+        grants = await self.grants()
+        lines = [f"mode: {self.mode.value}"]
+        if grants.edits is not None:
+            lines.append(f"edits this session: {'allowed' if grants.edits else 'rejected'}")
+        if grants.state is not None:
+            lines.append(f"memory updates this session: {'allowed' if grants.state else 'rejected'}")
+        lines += [f"allow command: {key}" for key in sorted(grants.allowed_commands)]
+        lines += [f"reject command: {key}" for key in sorted(grants.rejected_commands)]
+        return lines
+
+
+def _question_title(title: str, request: Request, verdict: Verdict) -> str:
+    if not verdict.reasons:
+        return title
+    if isinstance(request, CommandRequest):
+        return f"{title} — {', '.join(verdict.reasons)}"
+    return f"{title} ({verdict.reasons[0]})"
+
+
+def _require_allowed(choice: str) -> None:
+    if choice == CANCELLED:
+        raise PermissionDenied("The permission request was cancelled; the action did not run.")
+    if choice not in (ALLOW_ONCE, ALLOW_ALWAYS):
+        raise PermissionDenied(DECLINED)
+
+
+def _edit_title(changes: Sequence[FileChange], cwd: Path) -> str:
+    if len(changes) != 1:
+        return f"Edit {len(changes)} files"
+    path = changes[0].path
+    try:
+        shown = str(path.relative_to(cwd))
+    except ValueError:
+        shown = str(path)
+    verb = "Delete" if changes[0].new_text is None else ("Create" if changes[0].old_text is None else "Edit")
+    return f"{verb} {shown}"

@@ -1,0 +1,165 @@
+"""The permission policy: for each mutation a tool wants, allow, ask or refuse, and why.
+
+``decide`` is a pure function of the request, the mode and the grants in force (no I/O, no
+asking): tests can table it, and the gate (``gate.py``) only carries out its verdict. A verdict
+that asks also says what answering "always" would remember (``GrantOffer``); None means the
+question may only be answered once (dangerous commands, writes outside the workspace or to
+sensitive paths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from acp_hermes.permissions.modes import Mode
+from tools.paths import is_within
+
+Outcome = Literal["allow", "ask", "refuse"]
+GrantScope = Literal["edits", "state", "commands"]
+
+DECLINED = "The user declined this action, so it did not run. Do not retry it; ask the user how to proceed."
+PLAN_REFUSAL = (
+    "Refused: the session is in plan mode, which is read-only. Do not try to edit files or run commands; "
+    "explore with the read-only tools and present a plan. The user will switch modes to carry it out."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EditRequest:
+    """Files a tool wants to create, change or delete (absolute, resolved paths)."""
+
+    paths: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateRequest:
+    """A change to the agent's own stores (memory, skills)."""
+
+
+Request = EditRequest | CommandRequest | StateRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Grants:
+    """What the user answered "always" to, as far as this session can see."""
+
+    edits: bool | None = None  # True: allow all edits in the workspace; False: reject all; None: ask
+    state: bool | None = None
+    allowed_commands: frozenset[str] = frozenset()
+    rejected_commands: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Surroundings:
+    """Where the session works: what counts as the workspace, home and the agent's own files."""
+
+    home: Path
+    hermes_home: Path
+    roots: tuple[Path, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GrantOffer:
+    """What answering "always" remembers, and how the two "always" options read."""
+
+    scope: GrantScope
+    keys: tuple[str, ...]
+    allow_label: str
+    reject_label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    outcome: Outcome
+    reasons: tuple[str, ...] = ()  # why: shown in the question's title and the log
+    message: str = ""  # for a refusal: what the model is told
+    offer: GrantOffer | None = None  # for a question: the "always" options, if any
+
+
+def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    if isinstance(request, EditRequest):
+        return _decide_edits(request, mode, grants, where)
+    if isinstance(request, CommandRequest):
+        return _decide_command(request, mode, grants, where)
+    return _decide_state(mode, grants)
+
+
+def _refuse(message: str, *reasons: str) -> Verdict:
+    return Verdict("refuse", reasons, message)
+
+
+def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    from acp_hermes.permissions.path_risk import sensitive_path_reason  # rule tables: kept off start-up
+
+    if mode is Mode.PLAN:
+        return _refuse(PLAN_REFUSAL, "plan mode")
+    concerns = []
+    for path in request.paths:
+        if not is_within(path, where.roots):
+            concerns.append(f"{path} is outside the workspace")
+        reason = sensitive_path_reason(path, where.home, hermes_home=where.hermes_home)
+        if reason:
+            concerns.append(f"{path}: {reason}")
+    if concerns:
+        return Verdict("ask", tuple(concerns))
+    if grants.edits is False:
+        return _refuse("The user chose to reject all edits in this session. " + DECLINED, "edits rejected")
+    if grants.edits:
+        return Verdict("allow", ("session grant",))
+    if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
+        return Verdict("allow", (f"{mode.value} mode",))
+    offer = GrantOffer(
+        "edits", (), "Allow all edits in this workspace for this session", "Reject all edits for this session"
+    )
+    return Verdict("ask", offer=offer)
+
+
+def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    from acp_hermes.permissions.command_risk import assess_command, command_keys  # big rule tables: kept off start-up
+
+    risk = assess_command(request.command, home=where.home, roots=where.roots)
+    if risk.level == "catastrophic":
+        return _refuse(
+            f"Refused: this command is never allowed ({', '.join(risk.reasons)}). Do not try to run it "
+            "in another form.",
+            *risk.reasons,
+        )
+    if mode is Mode.PLAN:
+        return _refuse(PLAN_REFUSAL, "plan mode")
+    keys = command_keys(request.command)
+    rejected = [key for key in keys or () if key in grants.rejected_commands]
+    if rejected:
+        return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected")
+    if risk.level == "dangerous":
+        return Verdict("ask", risk.reasons)
+    if mode is Mode.BYPASS:
+        return Verdict("allow", ("bypass mode",))
+    if keys and all(key in grants.allowed_commands for key in keys):
+        return Verdict("allow", (f"remembered grant(s) {', '.join(keys)}",))
+    if not keys:
+        return Verdict("ask")
+    label = ", ".join(f"`{key}`" for key in keys)
+    offer = GrantOffer(
+        "commands", keys, f"Always allow {label} in this project", f"Always reject {label} in this project"
+    )
+    return Verdict("ask", offer=offer)
+
+
+def _decide_state(mode: Mode, grants: Grants) -> Verdict:
+    if mode is Mode.PLAN:
+        return _refuse(PLAN_REFUSAL, "plan mode")
+    if grants.state is False:
+        return _refuse("The user chose to reject memory updates in this session. " + DECLINED, "state rejected")
+    if grants.state:
+        return Verdict("allow", ("session grant",))
+    if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
+        return Verdict("allow", (f"{mode.value} mode",))
+    offer = GrantOffer("state", (), "Allow memory updates for this session", "Reject memory updates for this session")
+    return Verdict("ask", offer=offer)

@@ -1,0 +1,163 @@
+"""The command line: entry points, setup and authentication, doctor, logging, and the offline demo.
+
+Commands run as real subprocesses of the installed console script, in a throwaway HERMES_HOME and
+with no Anthropic credentials from the test runner's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from acp import RequestError
+
+import acp_hermes
+from tests.support.acp_harness import running_agent, write_config
+from tests.support.fake_anthropic import FakeAnthropic, text_reply
+
+SCRIPT = str(Path(sys.executable).with_name("acp-hermes"))
+AUTH_REQUIRED = -32000
+SETUP_KEY = "sk-ant-from-setup-0123456789abcdef"
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    """The runner's environment without any model credentials or acp-hermes settings, in ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "HERMES_", "ACP_HERMES_"))}
+    env["HERMES_HOME"] = str(home)
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def run_cli(*args: str, home: Path, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SCRIPT, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True, text=True, env=cli_env(home), cwd=str(home.parent), timeout=timeout,
+    )
+
+
+def test_version_help_and_module_entry_point(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    version = run_cli("--version", home=home)
+    assert version.returncode == 0
+    assert version.stdout.strip() == f"acp-hermes {acp_hermes.__version__}"
+
+    module = subprocess.run([sys.executable, "-m", "acp_hermes", "--version"], capture_output=True, text=True,
+                            env=cli_env(home), timeout=60)
+    assert module.returncode == 0
+    assert module.stdout.strip() == version.stdout.strip()
+
+    usage = run_cli("--help", home=home)
+    assert usage.returncode == 0
+    for word in ("serve", "setup", "doctor", "demo", "--log-level", "--version"):
+        assert word in usage.stdout, word
+
+    wrong = run_cli("--log-level", "LOUD", home=home)
+    assert wrong.returncode == 2
+    assert "--log-level" in wrong.stderr
+
+
+@pytest.mark.anyio
+async def test_log_level_flag_wins_and_logs_land_in_the_log_file(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    async with running_agent(tmp_path, fake_anthropic, command=(SCRIPT, "--log-level", "DEBUG"),
+                             env={"ACP_HERMES_LOG_LEVEL": "ERROR"}) as agent:
+        sid = await agent.new_session()
+    log_file = home / "acp-hermes" / "logs" / "acp-hermes.log"
+    assert log_file.is_file()
+    logged = log_file.read_text(encoding="utf-8")
+    # INFO lines despite ACP_HERMES_LOG_LEVEL=ERROR: the flag was applied
+    assert " INFO " in logged and "serving ACP on stdio" in logged
+    assert sid in logged
+
+
+@pytest.mark.anyio
+async def test_setup_saves_a_key_that_authenticates_the_running_server(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    config = write_config(home, "max_iterations: 7\nmodels: [claude-opus-5-5]\n")
+    fake_anthropic.script(text_reply("Configured by setup."), text_reply("A title"))
+    async with running_agent(tmp_path, None, home=home) as agent:  # no ANTHROPIC_* in its environment
+        with pytest.raises(RequestError) as no_key:
+            await agent.new_session()
+        assert no_key.value.code == AUTH_REQUIRED
+        with pytest.raises(RequestError) as still_no_key:
+            await agent.conn.authenticate(method_id="anthropic-api-key")
+        assert still_no_key.value.code == AUTH_REQUIRED
+
+        answers = f"{SETUP_KEY}\n{fake_anthropic.base_url}\nclaude-opus-5-5\n"
+        setup = await anyio.run_process([SCRIPT, "setup"], input=answers.encode(), env=cli_env(home), check=False)
+        assert setup.returncode == 0, setup.stderr
+
+        await agent.conn.authenticate(method_id="anthropic-api-key")  # same process, no restart
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "hello") == "end_turn"
+        assert agent.agent_text(sid) == "Configured by setup."
+    async with running_agent(tmp_path, None, home=home) as fresh:  # a new server reads the saved key at start
+        assert await fresh.new_session()
+
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    saved = yaml.safe_load(config.read_text(encoding="utf-8"))
+    assert saved["api_key"] == SETUP_KEY
+    assert saved["base_url"] == fake_anthropic.base_url
+    assert saved["model"] == "claude-opus-5-5"
+    assert saved["max_iterations"] == 7 and saved["models"] == ["claude-opus-5-5"]  # other keys kept
+    request = fake_anthropic.server.requests[0]
+    sent_key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    assert sent_key == SETUP_KEY
+    assert request.body["model"] == "claude-opus-5-5"
+
+
+@pytest.mark.anyio
+async def test_invalid_config_is_named_by_doctor_and_session_new(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "max_iterations: lots\nbogus_setting: 1\n")
+    doctor = await anyio.run_process([SCRIPT, "doctor"], env=cli_env(home), check=False)
+    report = doctor.stdout.decode()
+    assert doctor.returncode != 0
+    assert "max_iterations" in report and "bogus_setting" in report and "unknown key" in report
+
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        with pytest.raises(RequestError) as error:
+            await agent.new_session()
+    assert "max_iterations" in str(error.value)
+    assert "bogus_setting" in str(error.value)
+
+
+def test_doctor_masks_the_key_and_lists_file_locations(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    file_key = "sk-ant-api03-FILESECRET-abcdefghijklmnop-WXYZ"
+    write_config(home, f"api_key: {file_key}\n")
+    doctor = run_cli("doctor", home=home)
+    report = doctor.stdout + doctor.stderr
+    assert doctor.returncode == 0, report
+    assert file_key not in report and "FILESECRET" not in report
+    assert "sk-ant-…WXYZ" in report  # recognisable, not usable
+    for path in (home / "acp-hermes" / "config.yaml", home / "acp-hermes" / "logs",
+                 home / "acp-hermes" / "state.db"):
+        assert str(path) in report
+
+
+@pytest.mark.parametrize(
+    ("flags", "approval"), [((), "(non-interactive"), (("--yes",), "(--yes)")], ids=["no-tty", "yes"]
+)
+def test_offline_demo_runs_end_to_end_without_a_key(tmp_path: Path, flags: tuple[str, ...], approval: str) -> None:
+    demo = run_cli("demo", *flags, home=tmp_path / "hermes-home", timeout=180)  # stdin is not a TTY
+    output = demo.stdout
+    assert demo.returncode == 0, output + demo.stderr
+    assert "OFFLINE" in output
+    assert "-    return sum(values) / (len(values) + 1)" in output  # the diff of the fix
+    assert "+    return sum(values) / len(values)" in output
+    assert "? permission:" in output and approval in output
+    assert "all tests passed" in output
+    assert "turn ended: end_turn" in output

@@ -1,0 +1,390 @@
+"""Drive the real acp-hermes server over stdio with the ACP SDK's client, as an editor would.
+
+``running_agent`` spawns ``python -m acp_hermes`` in a fresh HERMES_HOME, pointed at the fake
+Anthropic server, and validates every message the agent sends against the official schema
+(``WireValidator``) — the test fails at exit if anything was invalid. ``EditorClient`` is a
+real client: it answers permission requests by a policy, serves fs reads (with optional unsaved
+buffers) and writes, and runs ``terminal/*`` commands as real subprocesses. ``raw_agent`` spawns
+the same server on plain pipes for tests that need exact bytes (malformed input, stdout purity);
+``write_config`` writes the config file a server reads at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    KillTerminalResponse,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+)
+
+from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.schema_check import WireValidator
+
+# Chooses an optionId for a permission request (toolCall dict, options dicts), or None to cancel.
+PermissionPolicy = Callable[[dict[str, Any], list[dict[str, Any]]], "str | None"]
+
+
+def choose(kind: str) -> PermissionPolicy:
+    """A policy that always picks the option of ``kind`` (allow_once, reject_always, ...)."""
+
+    def policy(tool_call: dict[str, Any], options: list[dict[str, Any]]) -> str | None:
+        return next(o["optionId"] for o in options if o["kind"] == kind)
+
+    return policy
+
+
+@dataclass
+class _Terminal:
+    process: asyncio.subprocess.Process
+    limit: int | None
+    output: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    reader: asyncio.Task[None] | None = None
+
+
+class EditorClient:
+    """The editor side of the connection, with real file and terminal behaviour."""
+
+    def __init__(self, *, policy: PermissionPolicy | None = None, hold_permissions: bool = False) -> None:
+        self.policy = policy or choose("allow_once")
+        self.buffers: dict[str, str] = {}
+        self.permission_requests: list[dict[str, Any]] = []
+        self.permission_asked = anyio.Event()
+        self.hold_permissions = hold_permissions
+        self.release_permission = anyio.Event()
+        self.reads: list[str] = []
+        self.writes: list[tuple[str, str]] = []
+        self.terminals: dict[str, _Terminal] = {}
+        self.released: list[str] = []
+        self.killed: list[str] = []
+        self._next_terminal = 0
+
+    async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
+        offered = [o.model_dump(mode="json", by_alias=True) for o in options]
+        self.permission_requests.append({"toolCall": call, "options": offered})
+        self.permission_asked.set()
+        if self.hold_permissions:
+            await self.release_permission.wait()
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        chosen = self.policy(call, offered)
+        if chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None  # updates are read from the raw wire (AgentProcess.updates)
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+                             **kwargs: Any) -> ReadTextFileResponse:
+        self.reads.append(path)
+        if path in self.buffers:
+            return ReadTextFileResponse(content=self.buffers[path])
+        return ReadTextFileResponse(content=await anyio.Path(path).read_text(encoding="utf-8"))
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> None:
+        self.writes.append((path, content))
+        self.buffers.pop(path, None)
+        target = anyio.Path(path)
+        await target.parent.mkdir(parents=True, exist_ok=True)
+        await target.write_text(content, encoding="utf-8")
+
+    async def create_terminal(self, command: str, session_id: str, args: list[str] | None = None,
+                              cwd: str | None = None, env: Any = None, output_byte_limit: int | None = None,
+                              **kwargs: Any) -> CreateTerminalResponse:
+        process = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+        )
+        self._next_terminal += 1
+        terminal_id = f"term-{self._next_terminal}"
+        terminal = _Terminal(process, output_byte_limit)
+        terminal.reader = asyncio.get_running_loop().create_task(self._pump(terminal))
+        self.terminals[terminal_id] = terminal
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def _pump(self, terminal: _Terminal) -> None:
+        assert terminal.process.stdout is not None
+        while chunk := await terminal.process.stdout.read(4096):
+            terminal.output += chunk
+            if terminal.limit is not None and len(terminal.output) > terminal.limit:
+                del terminal.output[: len(terminal.output) - terminal.limit]
+                terminal.truncated = True
+
+    def _status(self, terminal: _Terminal) -> TerminalExitStatus | None:
+        code = terminal.process.returncode
+        if code is None:
+            return None
+        if code < 0:
+            return TerminalExitStatus(signal=signal.Signals(-code).name)
+        return TerminalExitStatus(exit_code=code)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        terminal = self.terminals[terminal_id]
+        if terminal.process.returncode is not None and terminal.reader is not None:
+            await terminal.reader
+        return TerminalOutputResponse(output=terminal.output.decode("utf-8", "replace"),
+                                      truncated=terminal.truncated, exit_status=self._status(terminal))
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str,
+                                     **kwargs: Any) -> WaitForTerminalExitResponse:
+        terminal = self.terminals[terminal_id]
+        await terminal.process.wait()
+        status = self._status(terminal)
+        assert status is not None
+        return WaitForTerminalExitResponse(exit_code=status.exit_code, signal=status.signal)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> KillTerminalResponse:
+        self.killed.append(terminal_id)
+        self._kill(self.terminals[terminal_id])
+        return KillTerminalResponse()
+
+    def _kill(self, terminal: _Terminal) -> None:
+        if terminal.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(terminal.process.pid, signal.SIGKILL)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        self.released.append(terminal_id)
+        terminal = self.terminals[terminal_id]
+        self._kill(terminal)
+        await terminal.process.wait()
+        return ReleaseTerminalResponse()
+
+
+class Arrivals:
+    """Wakes waiters whenever the agent sends anything (no polling, no sleeps)."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def observe(self, event: Any) -> None:
+        self._event.set()
+        self._event = asyncio.Event()
+
+    async def next(self) -> None:
+        await self._event.wait()
+
+
+@dataclass
+class AgentProcess:
+    """A running server and everything observed about it."""
+
+    conn: Any
+    process: asyncio.subprocess.Process
+    client: EditorClient
+    wire: WireValidator
+    home: Path
+    workspace: Path
+    arrivals: Arrivals
+
+    def sent(self, method: str | None = None) -> list[dict[str, Any]]:
+        """Messages the agent sent (requests, notifications, responses), optionally one method's."""
+        return [m for m in self.wire.messages if method is None or m.get("method") == method]
+
+    def updates(self, session_id: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+        """The ``update`` objects of every ``session/update`` so far, in order."""
+        out = []
+        for message in self.sent("session/update"):
+            params = message["params"]
+            if session_id is not None and params["sessionId"] != session_id:
+                continue
+            if kind is not None and params["update"]["sessionUpdate"] != kind:
+                continue
+            out.append(params["update"])
+        return out
+
+    def agent_text(self, session_id: str) -> str:
+        return "".join(u["content"]["text"] for u in self.updates(session_id, "agent_message_chunk"))
+
+    def tool_updates(self, session_id: str, call_id: str) -> list[dict[str, Any]]:
+        return [u for u in self.updates(session_id) if u.get("toolCallId") == call_id]
+
+    async def new_session(self, cwd: Path | None = None, **kwargs: Any) -> str:
+        response = await self.conn.new_session(cwd=str(cwd or self.workspace), mcp_servers=[], **kwargs)
+        return response.session_id
+
+    async def prompt(self, session_id: str, text: str) -> str:
+        response = await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        return response.stop_reason
+
+    async def wait_for(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait (bounded) until ``condition()`` holds, re-checking whenever the agent sends something."""
+        with anyio.fail_after(timeout):
+            while not condition():
+                await self.arrivals.next()
+
+    async def wait_for_update(
+        self, session_id: str, kind: str, count: int = 1, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Wait until ``count`` updates of ``kind`` arrived; returns the ``count``-th."""
+        await self.wait_for(lambda: len(self.updates(session_id, kind)) >= count, timeout)
+        return self.updates(session_id, kind)[count - 1]
+
+
+def server_env(home: Path, fake: FakeAnthropic | None, **extra: str) -> dict[str, str]:
+    env = {"HERMES_HOME": str(home), "ACP_HERMES_LOG_LEVEL": "DEBUG", "PYTHONUNBUFFERED": "1"}
+    if fake is not None:
+        env.update(fake.env())
+    env.update(extra)
+    return env
+
+
+@asynccontextmanager
+async def running_agent(
+    tmp_path: Path,
+    fake: FakeAnthropic | None,
+    *,
+    client: EditorClient | None = None,
+    fs: bool = False,
+    terminal: bool = False,
+    home: Path | None = None,
+    workspace: Path | None = None,
+    env: dict[str, str] | None = None,
+    command: tuple[str, ...] = (sys.executable, "-m", "acp_hermes"),
+    initialize: bool = True,
+) -> AsyncIterator[AgentProcess]:
+    """Spawn the server, initialize it, and check the wire is schema-valid when the block ends."""
+    home = home or tmp_path / "hermes-home"
+    workspace = workspace or tmp_path / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    client = client or EditorClient()
+    wire = WireValidator()
+    arrivals = Arrivals()
+    stderr_path = tmp_path / f"agent-stderr-{os.getpid()}-{id(client)}.log"
+    full_env = server_env(home, fake, **(env or {}))
+    with stderr_path.open("ab") as stderr:
+        async with spawn_agent_process(
+            client, command[0], *command[1:], env=full_env, cwd=str(workspace),
+            transport_kwargs={"stderr": stderr}, observers=[wire.observe, arrivals.observe], use_unstable_protocol=True,
+        ) as (conn, process):
+            agent = AgentProcess(conn, process, client, wire, home, workspace.resolve(), arrivals)
+            if initialize:
+                await conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(
+                        fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+                    ),
+                    client_info=Implementation(name="acp-hermes-tests", version="1"),
+                )
+            yield agent
+    wire.assert_clean()
+
+
+def write_config(home: Path, text: str) -> Path:
+    """Write ``$HERMES_HOME/acp-hermes/config.yaml`` (YAML text) before the server is spawned."""
+    path = home / "acp-hermes" / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@dataclass
+class RawAgent:
+    """The server over raw NDJSON stdio: exact bytes in, every byte out kept, for malformed input and purity."""
+
+    process: asyncio.subprocess.Process
+    stderr_path: Path
+    arrivals: Arrivals
+    stdout_lines: list[bytes] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    _next_id: int = 0
+
+    @property
+    def stdout_bytes(self) -> bytes:
+        return b"".join(self.stdout_lines)
+
+    async def write(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        await self.process.stdin.drain()
+
+    async def send(self, message: Any) -> None:
+        await self.write(json.dumps(message).encode("utf-8") + b"\n")
+
+    async def wait_for(self, condition: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """Wait (bounded) until ``condition()`` is truthy, re-checking whenever a line arrives; return it."""
+        with anyio.fail_after(timeout):
+            while not (found := condition()):
+                await self.arrivals.next()
+        return found
+
+    def response(self, request_id: Any) -> dict[str, Any] | None:
+        return next((m for m in self.messages if isinstance(m, dict) and "method" not in m
+                     and m.get("id") == request_id), None)
+
+    async def request(self, method: str, params: Any, timeout: float = 10.0) -> dict[str, Any]:
+        """Send a request with a fresh id and return the whole response message."""
+        self._next_id += 1
+        request_id = self._next_id
+        await self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        return await self.wait_for(lambda: self.response(request_id), timeout)
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.stdout_lines.append(line)
+            try:
+                self.messages.append(json.loads(line))
+            except ValueError:
+                self.messages.append(None)  # kept so the caller sees the stream was impure
+            self.arrivals.observe(line)
+
+
+@asynccontextmanager
+async def raw_agent(
+    tmp_path: Path, fake: FakeAnthropic | None, *, env: dict[str, str] | None = None, home: Path | None = None
+) -> AsyncIterator[RawAgent]:
+    """Spawn ``python -m acp_hermes`` on plain pipes; on exit close stdin and wait for a clean exit."""
+    from acp.transports import default_environment
+
+    home = home or tmp_path / "hermes-home"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    stderr_path = tmp_path / f"raw-agent-stderr-{os.getpid()}.log"
+    full_env = {**default_environment(), **server_env(home, fake, **(env or {}))}
+    with stderr_path.open("ab") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "acp_hermes", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=stderr, env=full_env, cwd=str(workspace),
+        )
+    agent = RawAgent(process, stderr_path, Arrivals())
+    reader = asyncio.get_running_loop().create_task(agent._read())
+    try:
+        yield agent
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            with anyio.fail_after(15):
+                await process.wait()
+                await reader
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            reader.cancel()

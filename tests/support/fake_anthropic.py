@@ -1,0 +1,285 @@
+"""Test conveniences around the scripted model server: a FIFO script, waits, builders, prompt-cache simulation.
+
+Tests script the replies they expect the product to need; anything the product asks beyond the script
+fails loudly with a 500 "script exhausted". ``PrefixCache`` mimics the provider's prompt cache so a test
+(or a benchmark in bench/) can measure how much of each prompt the product's cache breakpoints save.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+import pytest
+
+from acp_hermes.testing.scripted_model import (
+    DropConnection,
+    HttpError,
+    MessageReply,
+    ModelRequest,
+    Reply,
+    ScriptedModelServer,
+    StopReason,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+    estimate_output_tokens,
+    prompt_blocks,
+)
+
+DEFAULT_WAIT = 10.0
+FAKE_API_KEY = "sk-ant-fake-test-key"
+
+ScriptItem = Reply | Callable[[ModelRequest], Reply]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Prompt-cache simulation
+
+
+@dataclass(frozen=True)
+class CacheAccount:
+    """How one request's input splits into uncached, cache-read and cache-written tokens."""
+
+    input_tokens: int
+    cache_read_input_tokens: int
+    cache_creation_input_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    @property
+    def read_share(self) -> float:
+        return self.cache_read_input_tokens / self.total if self.total else 0.0
+
+
+class PrefixCache:
+    """The provider's prefix cache, minus time: every prefix written stays readable (always within TTL).
+
+    A request's blocks (tools, system, messages) are hashed as prefixes. Each cache_control breakpoint
+    makes the prefix ending at that block cacheable. The longest breakpoint prefix already written is
+    read; from there up to the last breakpoint is written; the rest is plain input. Only exact
+    breakpoint positions are matched (the real API also looks back ~20 blocks, so this is stricter).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._written: set[bytes] = set()
+        self.accounts: list[CacheAccount] = []
+
+    def account(self, body: Mapping[str, Any]) -> CacheAccount:
+        blocks = prompt_blocks(body)
+        running = hashlib.sha256(str(body.get("model")).encode())
+        keys: list[bytes] = []
+        totals: list[int] = []
+        for block in blocks:
+            running.update(block.canonical.encode())
+            keys.append(running.copy().digest())
+            totals.append((totals[-1] if totals else 0) + block.tokens)
+        total = totals[-1] if totals else 0
+        breakpoints = [position for position, block in enumerate(blocks) if block.breakpoint]
+        with self._lock:
+            if not breakpoints:
+                result = CacheAccount(total, 0, 0)
+            else:
+                hits = [position for position in breakpoints if keys[position] in self._written]
+                read = totals[max(hits)] if hits else 0
+                cached_end = totals[breakpoints[-1]]
+                result = CacheAccount(total - cached_end, read, cached_end - read)
+                self._written.update(keys[position] for position in breakpoints)
+            self.accounts.append(result)
+        return result
+
+
+# ----------------------------------------------------------------------------------------------------
+# The fake
+
+
+class FakeAnthropic:
+    """A started-on-demand scripted Messages API: ``script()`` replies, then point the product at ``env()``."""
+
+    def __init__(self, *, simulate_cache: bool = False) -> None:
+        self.cache = PrefixCache() if simulate_cache else None
+        self._script: deque[ScriptItem] = deque()
+        self._lock = threading.Lock()
+        self.server = ScriptedModelServer(self._respond)
+
+    def start(self) -> FakeAnthropic:
+        self.server.start()
+        return self
+
+    def close(self) -> None:
+        self.server.close()
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def base_url(self) -> str:
+        return self.server.base_url
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """Environment for a spawned product: our base URL and a dummy key."""
+        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": FAKE_API_KEY, **extra}
+
+    # scripting
+
+    def script(self, *replies: ScriptItem) -> None:
+        """Queue replies, one per request in arrival order; a callable gets the request and decides."""
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def unused_replies(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def _respond(self, request: ModelRequest) -> Reply:
+        with self._lock:
+            item = self._script.popleft() if self._script else None
+        if item is None:
+            return HttpError(
+                500,
+                f"fake model: script exhausted (request {request.index} was not scripted)",
+                error_type="api_error",
+                headers={"x-should-retry": "false"},
+            )
+        reply = item(request) if callable(item) else item
+        if self.cache is not None and isinstance(reply, MessageReply):
+            account = self.cache.account(request.body)
+            if reply.usage is None:
+                usage = Usage(
+                    input_tokens=account.input_tokens,
+                    output_tokens=estimate_output_tokens(reply.content),
+                    cache_read_input_tokens=account.cache_read_input_tokens,
+                    cache_creation_input_tokens=account.cache_creation_input_tokens,
+                )
+                reply = dataclasses.replace(reply, usage=usage)
+        return reply
+
+    # observing
+
+    @property
+    def requests(self) -> list[Any]:
+        """Parsed JSON bodies of every request, in arrival order."""
+        return [request.body for request in self.server.requests]
+
+    @property
+    def stream_requests(self) -> list[Any]:
+        """Bodies of the streamed (conversation) requests only: auxiliary calls such as session
+        titles are not streamed and may arrive at any time after a first exchange."""
+        return [body for body in self.requests if isinstance(body, dict) and body.get("stream")]
+
+    @property
+    def last_request(self) -> Any:
+        requests = self.server.requests
+        if not requests:
+            raise AssertionError("fake model: no request received yet")
+        return requests[-1].body
+
+    @property
+    def disconnects(self) -> list[int]:
+        return self.server.disconnects
+
+    def wait_for_request(self, n: int, timeout: float = DEFAULT_WAIT) -> Any:
+        """Block until ``n`` requests arrived (1-based) and return the n-th body."""
+        if not self.server.wait_for_requests(n, timeout):
+            got = len(self.server.requests)
+            raise AssertionError(f"fake model: waited {timeout}s for request {n}, only {got} arrived")
+        return self.server.requests[n - 1].body
+
+    def wait_for_disconnect(self, timeout: float = DEFAULT_WAIT, count: int = 1) -> int:
+        """Block until ``count`` clients hung up mid-stream; return the request index of the count-th."""
+        if not self.server.wait_for_disconnects(count, timeout):
+            raise AssertionError(f"fake model: no client disconnect within {timeout}s (seen {self.disconnects})")
+        return self.server.disconnects[count - 1]
+
+    async def wait_for_request_async(self, n: int, timeout: float = DEFAULT_WAIT) -> Any:
+        """``wait_for_request`` without blocking the event loop (the ACP client must keep reading)."""
+        return await anyio.to_thread.run_sync(self.wait_for_request, n, timeout, abandon_on_cancel=True)
+
+    async def wait_for_disconnect_async(self, timeout: float = DEFAULT_WAIT, count: int = 1) -> int:
+        return await anyio.to_thread.run_sync(self.wait_for_disconnect, timeout, count, abandon_on_cancel=True)
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+# ----------------------------------------------------------------------------------------------------
+# Reply builders
+
+_tool_ids = itertools.count(1)
+
+
+def next_tool_id() -> str:
+    return f"toolu_fake_{next(_tool_ids):04d}"
+
+
+def text_reply(
+    text: str, *, chunks: int = 1, stop_reason: StopReason = "end_turn", usage: Usage | None = None
+) -> MessageReply:
+    return MessageReply([TextBlock(text, chunks=chunks)], stop_reason=stop_reason, usage=usage)
+
+
+def tool_reply(
+    name: str, input: Mapping[str, Any], *, id: str | None = None, text: str | None = None, chunks: int = 3
+) -> MessageReply:
+    """One tool call (optionally preceded by text), stop_reason ``tool_use``."""
+    call = ToolUseBlock(id or next_tool_id(), name, dict(input), chunks=chunks)
+    return MessageReply([*([TextBlock(text)] if text else []), call], stop_reason="tool_use")
+
+
+def tool_calls_reply(*calls: tuple[str, Mapping[str, Any]], text: str | None = None) -> MessageReply:
+    """Several tool calls in one assistant turn (a parallel batch)."""
+    blocks = [ToolUseBlock(next_tool_id(), name, dict(arguments), chunks=3) for name, arguments in calls]
+    return MessageReply([*([TextBlock(text)] if text else []), *blocks], stop_reason="tool_use")
+
+
+def thinking_then_text(
+    thinking: str, text: str, *, signature: str = "fake-thinking-signature", chunks: int = 2
+) -> MessageReply:
+    return MessageReply(
+        [ThinkingBlock(thinking, signature=signature, chunks=chunks), TextBlock(text, chunks=chunks)],
+        stop_reason="end_turn",
+    )
+
+
+def error_reply(
+    status: int,
+    retry_after: float | None = None,
+    *,
+    retry_after_ms: float | None = None,
+    message: str = "",
+    error_type: str | None = None,
+) -> HttpError:
+    return HttpError(
+        status, message=message, error_type=error_type, retry_after=retry_after, retry_after_ms=retry_after_ms
+    )
+
+
+def slow_text_reply(n_chunks: int, delay: float, *, text: str | None = None) -> MessageReply:
+    """A text stream of ``n_chunks`` deltas with ``delay`` seconds between events, for cancel tests."""
+    body = text if text is not None else "".join(f"word{number} " for number in range(n_chunks))
+    return MessageReply([TextBlock(body, chunks=n_chunks)], event_delay=delay)
+
+
+def drop_connection() -> DropConnection:
+    return DropConnection()

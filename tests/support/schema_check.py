@@ -1,0 +1,254 @@
+"""Validate every message the agent sends against the exact ACP schema definition for its method.
+
+The schema's top-level ``anyOf`` accepts nearly anything (``sessionUpdate: "bogus"`` included), so each
+message is checked against the one ``$defs`` entry its method names via ``x-method`` / ``x-side``:
+agent→client requests and notifications against the client-handled definition, and the agent's
+responses against the response definition of the client request they answer (remembered by id).
+Attach ``WireValidator.observe`` to a client connection's ``observers`` and call ``assert_clean()``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from acp.connection import StreamDirection, StreamEvent
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from tests.support import REPO_ROOT
+
+SCHEMA_ENV = "ACP_SCHEMA_PATH"
+DEFAULT_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1.json"
+
+# Methods without a stable response definition, validated against a definition of the same shape.
+# session/fork is unstable and absent from the stable v1 schema; its response is shaped like
+# NewSessionResponse (sessionId, modes, configOptions).
+RESPONSE_ALIASES = {"session/fork": "NewSessionResponse"}
+
+ENVELOPE_KEYS = {"jsonrpc", "id", "method", "params", "result", "error"}
+MAX_MESSAGE_CHARS = 300
+
+
+# Where a checkout without ../shared gets the same file: the official TypeScript SDK's npm package
+# ships it as package/schema/v1/schema.json (identical to the shared copy, checked by hash).
+SDK_TARBALL_URL = "https://registry.npmjs.org/@agentclientprotocol/sdk/-/sdk-2.4.0.tgz"
+SDK_TARBALL_SHA256 = "87acc66d5824f88d8913702f85cf74c997526bbffb06fce15a9f0d637566ca8d"
+SDK_SCHEMA_MEMBER = "package/schema/v1/schema.json"
+CACHED_SCHEMA = Path.home() / ".cache" / "acp-hermes" / "acp-schema-v1-sdk-2.4.0.json"
+
+
+def default_schema_path() -> Path:
+    """ACP_SCHEMA_PATH, else the shared reference copy, else the official npm package (fetched once)."""
+    override = os.environ.get(SCHEMA_ENV)
+    if override:
+        return Path(override)
+    if DEFAULT_SCHEMA_PATH.exists():
+        return DEFAULT_SCHEMA_PATH
+    if not CACHED_SCHEMA.exists():
+        _fetch_schema(CACHED_SCHEMA)
+    return CACHED_SCHEMA
+
+
+def _fetch_schema(target: Path) -> None:
+    import hashlib
+    import io
+    import tarfile
+    import urllib.request
+
+    with urllib.request.urlopen(SDK_TARBALL_URL, timeout=60) as response:
+        data = response.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != SDK_TARBALL_SHA256:
+        raise RuntimeError(f"{SDK_TARBALL_URL} has sha256 {digest}, expected {SDK_TARBALL_SHA256}")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        member = archive.extractfile(SDK_SCHEMA_MEMBER)
+        if member is None:
+            raise RuntimeError(f"{SDK_SCHEMA_MEMBER} missing from {SDK_TARBALL_URL}")
+        schema = member.read()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_bytes(schema)
+    partial.replace(target)
+
+
+class AcpSchema:
+    """The loaded schema: which definition applies to which method, and one cached validator per definition."""
+
+    def __init__(self, path: Path) -> None:
+        with path.open(encoding="utf-8") as handle:
+            self._defs: dict[str, Any] = json.load(handle)["$defs"]
+        self._index: dict[tuple[str, str], tuple[str, str]] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        for name, definition in self._defs.items():
+            method = definition.get("x-method") if isinstance(definition, dict) else None
+            kind = next((suffix for suffix in ("Request", "Response", "Notification") if name.endswith(suffix)), None)
+            if method is not None and kind is not None:
+                self._index[(kind, method)] = (name, definition.get("x-side"))
+
+    def definition_for(self, kind: str, method: str, side: Iterable[str]) -> str | None:
+        """The definition of a ``kind`` ("Request"/"Response"/"Notification") for ``method`` handled by ``side``."""
+        if kind == "Response" and method in RESPONSE_ALIASES:
+            return RESPONSE_ALIASES[method]
+        name, handled_by = self._index.get((kind, method), (None, None))
+        return name if handled_by in set(side) else None
+
+    def validator(self, name: str) -> Draft202012Validator:
+        if name not in self._validators:
+            self._validators[name] = Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": self._defs})
+        return self._validators[name]
+
+    def problems(self, name: str, instance: Any) -> list[str]:
+        """Readable reasons ``instance`` fails definition ``name`` (empty when it is valid)."""
+        return [line for error in self.validator(name).iter_errors(instance) for line in explain(error)]
+
+
+@functools.cache
+def load_schema(path: str) -> AcpSchema:
+    return AcpSchema(Path(path))
+
+
+def explain(error: ValidationError, depth: int = 0) -> list[str]:
+    """Follow a failed union into the one branch whose discriminator matched, for a useful message."""
+    if error.context and depth < 10:
+        branches: dict[Any, list[ValidationError]] = {}
+        for sub in error.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        live = [subs for subs in branches.values() if not any(_discriminator_miss(sub) for sub in subs)]
+        if len(live) == 1:
+            return [line for sub in live[0] for line in explain(sub, depth + 1)]
+    where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+    message = error.message
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS] + "…"
+    return [f"{where}: {message}"]
+
+
+def _discriminator_miss(error: ValidationError) -> bool:
+    path = list(error.relative_schema_path)
+    return error.validator == "const" and len(path) >= 3 and path[-3] == "properties"
+
+
+class WireValidator:
+    """Collects schema problems in everything the agent sends over one client connection."""
+
+    def __init__(self, schema_path: str | os.PathLike[str] | None = None) -> None:
+        path = Path(schema_path) if schema_path is not None else default_schema_path()
+        self.schema = load_schema(str(path.resolve()))
+        self.errors: list[str] = []
+        self.messages: list[dict[str, Any]] = []
+        self._client_requests: dict[Any, str] = {}
+        self._answered: set[Any] = set()
+        self._early_responses: dict[Any, dict[str, Any]] = {}
+        self._agent_request_ids: set[Any] = set()
+
+    def observe(self, event: StreamEvent) -> None:
+        """Observer for ``observers=[...]`` of an ACP client connection (sees both directions)."""
+        try:
+            if event.direction == StreamDirection.OUTGOING:
+                self._client_sent(event.message)
+            else:
+                self.messages.append(event.message)
+                self._agent_sent(event.message, len(self.messages) - 1)
+        except Exception as exc:  # a validator bug must surface as a failure, not vanish in a log
+            self.errors.append(f"validator crashed on {event.message!r}: {exc!r}")
+
+    def assert_clean(self) -> None:
+        problems = list(self.errors)
+        problems += [f"response to unknown request id {rid!r}" for rid in self._early_responses]
+        if problems:
+            raise AssertionError(f"{len(problems)} ACP wire problem(s):\n" + "\n".join(problems))
+
+    # client -> agent
+
+    def _client_sent(self, message: dict[str, Any]) -> None:
+        if "method" not in message or "id" not in message:
+            return  # notifications (session/cancel) and the client's own responses
+        request_id = message["id"]
+        self._client_requests[request_id] = message["method"]
+        early = self._early_responses.pop(request_id, None)
+        if early is not None:
+            self._check_response(early, f"response #{request_id}")
+
+    # agent -> client
+
+    def _agent_sent(self, message: Any, number: int) -> None:
+        label = f"message {number}"
+        if not isinstance(message, dict):
+            self.errors.append(f"{label}: not a JSON object: {message!r}")
+            return
+        if message.get("jsonrpc") != "2.0":
+            self.errors.append(f'{label}: jsonrpc must be "2.0", got {message.get("jsonrpc")!r}')
+        extra = set(message) - ENVELOPE_KEYS
+        if extra:
+            self.errors.append(f"{label}: unexpected top-level keys {sorted(extra)}")
+        if "method" in message:
+            self._check_call(message, label)
+        elif "id" in message:
+            self._check_response(message, label)
+        else:
+            self.errors.append(f"{label}: neither a request, a notification nor a response")
+
+    def _check_call(self, message: dict[str, Any], label: str) -> None:
+        method = message["method"]
+        if not isinstance(method, str):
+            self.errors.append(f"{label}: method must be a string, got {method!r}")
+            return
+        is_request = "id" in message
+        if is_request:
+            request_id = message["id"]
+            if not _valid_id(request_id) or request_id is None:
+                self.errors.append(f"{label} ({method}): request id must be a string or an integer, got {request_id!r}")
+            elif request_id in self._agent_request_ids:
+                self.errors.append(f"{label} ({method}): request id {request_id!r} reused")
+            else:
+                self._agent_request_ids.add(request_id)
+        if method.startswith("_"):
+            return  # extension methods carry free-form params
+        kind = "Request" if is_request else "Notification"
+        name = self.schema.definition_for(kind, method, ("client", "protocol"))
+        if name is None:
+            self.errors.append(f"{label}: no schema definition for agent {kind.lower()} {method!r}")
+            return
+        for problem in self.schema.problems(name, message.get("params")):
+            self.errors.append(f"{label} ({method} / {name}): params/{problem}")
+
+    def _check_response(self, message: dict[str, Any], label: str) -> None:
+        request_id = message["id"]
+        if not _valid_id(request_id):
+            self.errors.append(f"{label}: response id must be a string, an integer or null, got {request_id!r}")
+            return
+        if ("result" in message) == ("error" in message):
+            self.errors.append(f"{label}: a response carries exactly one of result and error")
+            return
+        if "error" in message:
+            self._answer(request_id, label)
+            for problem in self.schema.problems("Error", message["error"]):
+                self.errors.append(f"{label} (error response): error/{problem}")
+            return
+        method = self._client_requests.get(request_id)
+        if method is None:
+            self._early_responses[request_id] = message  # the observer may see the answer before the request
+            return
+        self._answer(request_id, label)
+        if method.startswith("_"):
+            return
+        name = self.schema.definition_for("Response", method, ("agent",))
+        if name is None:
+            self.errors.append(f"{label}: no schema definition for the response to {method!r}")
+            return
+        for problem in self.schema.problems(name, message["result"]):
+            self.errors.append(f"{label} ({method} / {name}): result/{problem}")
+
+    def _answer(self, request_id: Any, label: str) -> None:
+        if request_id is not None and request_id in self._answered:
+            self.errors.append(f"{label}: second response to request id {request_id!r}")
+        self._answered.add(request_id)
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))

@@ -1,0 +1,93 @@
+"""Real collaborators for driving tools directly in unit tests (no ACP involved)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools.context import Gate, ToolContext, ToolScope, ToolState
+from tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
+from tools.local_io import LocalEditor
+
+
+@dataclass(slots=True)
+class EventLog:
+    """A sink that keeps every event it is given, in order."""
+
+    events: list[ToolEvent] = field(default_factory=list)
+
+    async def emit(self, event: ToolEvent) -> None:
+        self.events.append(event)
+
+
+@dataclass
+class RecordingGate:
+    """A gate that records every authorization and allows or refuses all of them."""
+
+    allow: bool = True
+    edits: list[list[FileChange]] = field(default_factory=list)
+    commands: list[tuple[str, Path]] = field(default_factory=list)
+    states: list[list[FileChange]] = field(default_factory=list)
+
+    def _decide(self) -> None:
+        if not self.allow:
+            raise PermissionDenied("The user declined this action.")
+
+    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        self.edits.append(list(changes))
+        self._decide()
+
+    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
+        self.commands.append((command, cwd))
+        self._decide()
+
+    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        self.states.append(list(changes))
+        self._decide()
+
+
+def make_scope(
+    cwd: Path,
+    *,
+    services: ToolServices | None = None,
+    state: ToolState | None = None,
+    extra_roots: Sequence[Path] = (),
+    session_id: str = "session-test",
+) -> ToolScope:
+    root = cwd.resolve()
+    return ToolScope(
+        session_id=session_id,
+        cwd=root,
+        roots=(root, *(r.resolve() for r in extra_roots)),
+        services=services or ToolServices(),
+        state=state if state is not None else ToolState(),
+    )
+
+
+def make_context(
+    cwd: Path,
+    *,
+    gate: Gate | None = None,
+    services: ToolServices | None = None,
+    state: ToolState | None = None,
+    call_id: str = "toolu_test",
+    extra_roots: Sequence[Path] = (),
+    session_id: str = "session-test",
+    title: str = "",
+) -> ToolContext:
+    """A ToolContext on local disk and subprocesses, collecting events in an EventLog."""
+    return ToolContext(
+        call_id=call_id,
+        scope=make_scope(cwd, services=services, state=state, extra_roots=extra_roots, session_id=session_id),
+        editor=LocalEditor(),
+        gate=gate or RecordingGate(),
+        sink=EventLog(),
+        title=title,
+    )
+
+
+def events_of(ctx: ToolContext) -> list[ToolEvent]:
+    """What a context made by ``make_context`` has emitted so far."""
+    assert isinstance(ctx.sink, EventLog)
+    return ctx.sink.events

@@ -1,0 +1,199 @@
+"""The tool context: everything a handler may touch, scoped to one call of one session.
+
+Every side effect a tool has goes through a ``ToolContext`` method that refuses anything the
+gate did not authorize for that very call: file writes and deletes, foreground and detached
+commands, writes to the agent's own stores. A tool cannot mutate without the grant its mode
+requires, whatever its code does with its arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+import anyio
+
+from tools.contracts import (
+    CommandObserver,
+    CommandOutcome,
+    CommandRequest,
+    Display,
+    Editor,
+    FileChange,
+    Location,
+    PermissionDenied,
+    ToolCallUpdated,
+    ToolEvent,
+    ToolEventSink,
+    ToolServices,
+)
+from tools.paths import is_within, resolve_path
+
+if TYPE_CHECKING:
+    import subprocess
+
+T = TypeVar("T")
+
+
+class Gate(Protocol):
+    """Decides, asking the user when the mode requires it, whether a mutation may run.
+
+    Each method returns normally to allow, or raises ``PermissionDenied`` with the message the
+    model is told.
+    """
+
+    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
+
+    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None: ...
+
+    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
+
+
+class StateKey(Generic[T]):
+    """A typed slot in a session's ``ToolState``; the tool that declares it owns its contents."""
+
+    def __init__(self, name: str, initial: Callable[[], T]) -> None:
+        self.name = name
+        self.initial = initial
+
+    def __repr__(self) -> str:
+        return f"StateKey({self.name!r})"
+
+
+class ToolState:
+    """What tools keep between calls of one session (a todo list, background jobs)."""
+
+    def __init__(self) -> None:
+        self._values: dict[StateKey[Any], Any] = {}
+
+    def get(self, key: StateKey[T]) -> T:
+        """The slot's value, made with its ``initial`` factory on first use."""
+        if key not in self._values:
+            self._values[key] = key.initial()
+        value: T = self._values[key]
+        return value
+
+    def set(self, key: StateKey[T], value: T) -> None:
+        self._values[key] = value
+
+    def __contains__(self, key: StateKey[Any]) -> bool:
+        return key in self._values
+
+
+@dataclass(frozen=True)
+class ToolScope:
+    """What every call of one session shares: where it works and what it may use."""
+
+    session_id: str
+    cwd: Path
+    roots: tuple[Path, ...]
+    services: ToolServices = field(default_factory=ToolServices)
+    state: ToolState = field(default_factory=ToolState)
+
+    def resolve(self, raw: str) -> Path:
+        return resolve_path(raw, self.cwd)
+
+    def in_workspace(self, path: Path) -> bool:
+        return is_within(path, self.roots)
+
+
+@dataclass
+class ToolContext:
+    """One call's view of its session, with the checked doors to the world."""
+
+    call_id: str
+    scope: ToolScope
+    editor: Editor
+    gate: Gate
+    sink: ToolEventSink
+    title: str = ""  # the title the editor shows for this call
+    _authorized_paths: set[Path] = field(default_factory=set)
+    _authorized_commands: set[str] = field(default_factory=set)
+    _authorized_state: set[Path] = field(default_factory=set)
+
+    @property
+    def session_id(self) -> str:
+        return self.scope.session_id
+
+    @property
+    def cwd(self) -> Path:
+        return self.scope.cwd
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self.scope.roots
+
+    @property
+    def services(self) -> ToolServices:
+        return self.scope.services
+
+    @property
+    def state(self) -> ToolState:
+        return self.scope.state
+
+    def resolve(self, raw: str) -> Path:
+        return self.scope.resolve(raw)
+
+    def in_workspace(self, path: Path) -> bool:
+        return self.scope.in_workspace(path)
+
+    async def emit(self, event: ToolEvent) -> None:
+        await self.sink.emit(event)
+
+    async def show(self, display: Sequence[Display], locations: Sequence[Location] | None = None) -> None:
+        """Replace the call's live content (status in_progress)."""
+        await self.sink.emit(
+            ToolCallUpdated(
+                self.call_id,
+                display=tuple(display),
+                locations=None if locations is None else tuple(locations),
+            )
+        )
+
+    # -- asking
+
+    async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
+        await self.gate.authorize_edits(self, changes)
+        self._authorized_paths.update(change.path for change in changes)
+
+    async def authorize_command(self, command: str, cwd: Path) -> None:
+        await self.gate.authorize_command(self, command, cwd)
+        self._authorized_commands.add(command)
+
+    async def authorize_state(self, changes: Sequence[FileChange]) -> None:
+        await self.gate.authorize_state(self, changes)
+        self._authorized_state.update(change.path for change in changes)
+
+    # -- doing: each refuses what was not authorized for this call
+
+    async def read_text(self, path: Path) -> str:
+        return await self.editor.read_text(path)
+
+    async def write_text(self, path: Path, content: str) -> None:
+        self._require(path in self._authorized_paths, f"write to {path} was not authorized")
+        await self.editor.write_text(path, content)
+
+    async def delete_file(self, path: Path) -> None:
+        self._require(path in self._authorized_paths, f"deleting {path} was not authorized")
+        await self.editor.delete_file(path)
+
+    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
+        self._require(request.command in self._authorized_commands, f"command {request.command!r} was not authorized")
+        return await self.editor.run_command(request, observer)
+
+    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+        self._require(command in self._authorized_commands, f"command {command!r} was not authorized")
+        return self.editor.start_detached(command, cwd, log_path)
+
+    async def write_state(self, path: Path, write: Callable[..., T], *args: Any) -> T:
+        """Run ``write(*args)``, a blocking change to the agent's own store file ``path``, in a thread."""
+        self._require(path in self._authorized_state, f"change to {path} was not authorized")
+        return await anyio.to_thread.run_sync(functools.partial(write, *args))
+
+    @staticmethod
+    def _require(authorized: bool, refusal: str) -> None:
+        if not authorized:
+            raise PermissionDenied(refusal)

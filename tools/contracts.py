@@ -1,0 +1,185 @@
+"""What tools and the agent that runs them agree on, with no protocol in it.
+
+Display values describe what the user should see of a call (text, a diff, a live terminal);
+tool events report progress; the ``Editor`` is the file and process I/O a tool may use; the
+services are the session's shared stores. The agent core implements these interfaces and the
+ACP adapter turns the values into wire shapes; tools never see either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from memory.session_db import SessionDB
+    from memory.store import MemoryStore
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
+
+
+# --- what the user sees of a call ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A place in a file the editor can follow along to (absolute path, 1-based line)."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDisplay:
+    """Text shown in a tool call. ``fence`` None means Markdown; a string means a fenced block
+    with that info string (``""`` for plain text), so output is never rendered as Markdown."""
+
+    text: str
+    fence: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiffDisplay:
+    """A whole-file change: ``old_text`` None means a new file."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalDisplay:
+    """A live terminal owned by the client."""
+
+    terminal_id: str
+
+
+Display = TextDisplay | DiffDisplay | TerminalDisplay
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    content: str
+    status: PlanStatus = "pending"
+    priority: PlanPriority = "medium"
+
+
+# --- what a running call reports ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUpdated:
+    """Progress on a running call. ``None`` fields are unchanged; collections replace."""
+
+    call_id: str
+    status: Literal["in_progress"] | None = "in_progress"
+    display: tuple[Display, ...] | None = None
+    locations: tuple[Location, ...] | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The session's whole plan, as it stands now."""
+
+    entries: tuple[PlanEntry, ...]
+
+
+ToolEvent = ToolCallUpdated | PlanUpdated
+
+
+class ToolEventSink(Protocol):
+    async def emit(self, event: ToolEvent) -> None: ...
+
+
+# --- the I/O a tool may do ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """A whole-file change a tool wants to make; ``new_text`` None deletes the file."""
+
+    path: Path
+    old_text: str | None
+    new_text: str | None
+
+
+class PermissionDenied(Exception):
+    """The call may not run; the message is what the model is told."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRequest:
+    command: str
+    cwd: Path
+    timeout: float
+    output_limit: int = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    output: str
+    exit_code: int | None
+    signal: str | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    terminal_id: str | None = None
+
+
+class CommandObserver(Protocol):
+    """Told about a running command so the tool call can show it live."""
+
+    async def on_terminal(self, terminal_id: str) -> None:
+        """The command runs in the client's terminal ``terminal_id``."""
+        ...
+
+    async def on_output(self, output: str) -> None:
+        """The whole output so far (local runs only)."""
+        ...
+
+
+class Editor(Protocol):
+    """File and command I/O as a tool sees it. Paths are absolute and already checked."""
+
+    async def read_text(self, path: Path) -> str:
+        """Current text of ``path`` (an editor's unsaved buffer when there is one)."""
+        ...
+
+    async def write_text(self, path: Path, content: str) -> None:
+        """Replace the whole text of ``path``, creating parent directories."""
+        ...
+
+    async def delete_file(self, path: Path) -> None:
+        """Remove ``path`` (nothing happens when it is already gone)."""
+        ...
+
+    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
+        """Run a shell command to completion, timeout or cancellation (which kills it)."""
+        ...
+
+    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+        """Start a shell command that outlives the turn, its output going to ``log_path``."""
+        ...
+
+
+# --- the session's services --------------------------------------------------------------------
+
+
+class AuxiliaryModel(Protocol):
+    """The cheap model for side jobs (recaps, titles), its cost charged to the session."""
+
+    async def complete(self, *, system: str, prompt: str, max_tokens: int) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolServices:
+    """The stores and models a session's tools share; None where this session has none."""
+
+    memory: MemoryStore | None = None
+    sessions: SessionDB | None = None
+    auxiliary: AuxiliaryModel | None = None

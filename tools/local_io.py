@@ -1,0 +1,147 @@
+"""Local file and process I/O: the disk and subprocesses of this machine.
+
+The editor bridge in the ACP adapter extends ``LocalEditor``, so whatever the client does not
+offer (files, terminals, deletes, detached commands) falls back to these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from memory.fs import atomic_write_text
+from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+
+log = logging.getLogger(__name__)
+
+
+def user_shell() -> str:
+    """The shell commands run in: ``$SHELL`` when it exists, else ``/bin/sh``."""
+    shell = os.environ.get("SHELL")
+    return shell if shell and os.path.exists(shell) else "/bin/sh"
+
+
+class LocalEditor:
+    """Disk and subprocess I/O, used when the client offers neither fs nor terminals."""
+
+    def __init__(self, shell: str | None = None) -> None:
+        self._shell = shell or user_shell()
+        self.last_command_started: float | None = None
+
+    async def read_text(self, path: Path) -> str:
+        data = await anyio.Path(path).read_bytes()
+        return data.decode("utf-8", errors="replace")
+
+    async def write_text(self, path: Path, content: str) -> None:
+        await anyio.to_thread.run_sync(atomic_write_text, path, content)
+
+    async def delete_file(self, path: Path) -> None:
+        await anyio.Path(path).unlink(missing_ok=True)
+
+    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+        with open(log_path, "wb") as log_file:
+            process = subprocess.Popen(
+                [self._shell, "-c", command],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: a cancelled turn does not reach it
+            )
+        # Reap it when it exits so no zombie is left behind; the thread holds nothing else.
+        threading.Thread(target=process.wait, name=f"detached-{process.pid}", daemon=True).start()
+        self.last_command_started = time.time()  # files may now change on disk behind the editor's buffers
+        return process
+
+    async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
+        self.last_command_started = time.time()
+        output = _BoundedOutput(request.output_limit)
+        process = await anyio.open_process(
+            [self._shell, "-c", request.command],
+            cwd=request.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            with anyio.move_on_after(request.timeout) as deadline:
+                assert process.stdout is not None
+                last_report = 0.0
+                async for chunk in process.stdout:
+                    output.add(chunk)
+                    now = time.monotonic()
+                    if now - last_report >= _REPORT_INTERVAL:
+                        last_report = now
+                        await observer.on_output(output.text())
+                await process.wait()
+            timed_out = deadline.cancelled_caught
+        finally:
+            if process.returncode is None:
+                with anyio.CancelScope(shield=True):
+                    await _kill_group(process)
+        await observer.on_output(output.text())
+        code = process.returncode
+        signal_name = None
+        if code is not None and code < 0:
+            signal_name = signal.Signals(-code).name
+            code = None
+        return CommandOutcome(
+            output=output.text(),
+            exit_code=None if timed_out else code,
+            signal=signal_name,
+            timed_out=timed_out,
+            truncated=output.truncated,
+        )
+
+
+_REPORT_INTERVAL = 0.1
+
+
+async def _kill_group(process: anyio.abc.Process) -> None:
+    """Stop the command and everything it started: TERM, then KILL if it lingers."""
+    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with anyio.move_on_after(grace):
+            await process.wait()
+            return
+
+
+class _BoundedOutput:
+    """Command output capped to a byte budget, keeping the head and the tail."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(limit, 1024)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self._limit // 2 - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            excess = len(self._tail) - self._limit // 2
+            if excess > 0:
+                del self._tail[:excess]
+                self.truncated = True
+
+    def text(self) -> str:
+        head = self._head.decode("utf-8", errors="replace")
+        tail = self._tail.decode("utf-8", errors="replace")
+        if self.truncated:
+            return f"{head}\n[... output truncated ...]\n{tail}"
+        return head + tail
