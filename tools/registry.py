@@ -164,13 +164,22 @@ class ToolRegistry:
             if tool is not None and tool.restore is not None:
                 tool.restore(scope, raw_output)
 
-    def validation_error(self, tool: Tool, args: dict[str, Any]) -> str | None:
+    def prepare(self) -> None:
+        """Build every tool's argument validator now (importing jsonschema takes ~90 ms)."""
+        for tool in self._tools.values():
+            self._validator(tool)
+
+    def _validator(self, tool: Tool) -> Any:
         validator = self._validators.get(tool.name)
         if validator is None:
             from jsonschema import Draft202012Validator  # deferred: ~90 ms to import
 
             validator = Draft202012Validator(tool.schema)
             self._validators[tool.name] = validator
+        return validator
+
+    def validation_error(self, tool: Tool, args: dict[str, Any]) -> str | None:
+        validator = self._validator(tool)
         errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
         if not errors:
             return None

@@ -226,7 +226,7 @@ class HermesAgent:
             await session.report_usage()
 
         self.spawn(announce())
-        self.spawn(_warm_up())
+        self.spawn(anyio.to_thread.run_sync(self.runtime.warm_up))
 
     @translated
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
@@ -382,19 +382,17 @@ class HermesAgent:
         await self.runtime.aclose()
 
 
-async def _warm_up() -> None:
-    """Import what a turn needs (model SDK, schema validator, loop, tools, command rules) off the
-    event loop, before the first prompt: none of it is needed to answer initialize or session/new."""
+async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:
+    """Serve ACP to the client on stdin and ``protocol_fd`` until stdin closes."""
+    from acp.agent.connection import AgentSideConnection
 
-    def load() -> None:
-        import anthropic  # noqa: F401
-        import jsonschema  # noqa: F401
+    from acp_hermes.adapter.wire import StdioTransport, open_streams
 
-        import acp_hermes.core.attachments
-        import acp_hermes.core.loop
-        import acp_hermes.permissions.command_risk  # noqa: F401
-        from tools import core_tools
-
-        core_tools()
-
-    await anyio.to_thread.run_sync(load)
+    reader, writer = await open_streams(protocol_fd, limit)
+    connection = AgentSideConnection(agent, StdioTransport(reader, writer), listening=False,  # type: ignore[arg-type]
+                                     use_unstable_protocol=True)
+    try:
+        await connection.listen()
+    finally:
+        await agent.shutdown()
+        await connection.close()

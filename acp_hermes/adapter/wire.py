@@ -18,12 +18,9 @@ import stat
 import sys
 import threading
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_core import to_json
-
-if TYPE_CHECKING:
-    from acp_hermes.adapter.server import HermesAgent
 
 log = logging.getLogger(__name__)
 
@@ -218,16 +215,3 @@ class StdioTransport:
         except Exception:  # the pipe may already be gone
             log.debug("closing the protocol stream failed", exc_info=True)
 
-
-async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:
-    """Serve ACP to the client on stdin and ``protocol_fd`` until stdin closes."""
-    from acp.agent.connection import AgentSideConnection
-
-    reader, writer = await open_streams(protocol_fd, limit)
-    connection = AgentSideConnection(agent, StdioTransport(reader, writer), listening=False,
-                                     use_unstable_protocol=True)
-    try:
-        await connection.listen()
-    finally:
-        await agent.shutdown()
-        await connection.close()

@@ -74,7 +74,7 @@ def serve(log_level: str | None) -> int:
     gc.disable()
     import logging
 
-    from acp_hermes.adapter.wire import claim_stdout, serve_stdio
+    from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
     from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
 
@@ -95,7 +95,7 @@ def serve(log_level: str | None) -> int:
 
     import asyncio
 
-    from acp_hermes.adapter.server import HermesAgent
+    from acp_hermes.adapter.server import HermesAgent, serve_stdio
 
     gc.freeze()  # later collections need not walk all that again
     gc.enable()

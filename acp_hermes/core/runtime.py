@@ -37,25 +37,28 @@ class Runtime:
     _registry: ToolRegistry | None = None
     _db: SessionDB | None = None
     _db_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _build_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the warm-up builds on a thread
     _memory: MemoryStore | None = None
     _grants: GrantStore | None = None
 
     @property
     def provider(self) -> AnthropicProvider:
-        if self._provider is None:
-            from acp_hermes.model.provider import AnthropicProvider
+        with self._build_lock:
+            if self._provider is None:
+                from acp_hermes.model.provider import AnthropicProvider
 
-            self._provider = AnthropicProvider(self.settings)
-        return self._provider
+                self._provider = AnthropicProvider(self.settings)
+            return self._provider
 
     @property
     def registry(self) -> ToolRegistry:
-        if self._registry is None:
-            from tools import core_tools
-            from tools.registry import ToolRegistry
+        with self._build_lock:
+            if self._registry is None:
+                from tools import core_tools
+                from tools.registry import ToolRegistry
 
-            self._registry = ToolRegistry(core_tools())
-        return self._registry
+                self._registry = ToolRegistry(core_tools())
+            return self._registry
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -93,6 +96,18 @@ class Runtime:
         if self._grants is None:
             self._grants = GrantStore(self.paths.permissions_file)
         return self._grants
+
+    def warm_up(self) -> None:
+        """Load what a turn needs (the model SDK and its HTTP client, the tools and their schema
+        validators, the loop, the command rules) before the first prompt asks for it. Blocking:
+        run it in a thread right after a session opens; nothing of it is needed to answer
+        ``initialize`` or ``session/new``."""
+        import acp_hermes.core.attachments
+        import acp_hermes.core.loop
+        import acp_hermes.permissions.command_risk  # noqa: F401
+
+        self.provider.prepare()
+        self.registry.prepare()
 
     def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
         """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""

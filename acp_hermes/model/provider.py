@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -184,19 +185,25 @@ class AnthropicProvider:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._client: AsyncAnthropic | None = None
+        self._client_lock = threading.Lock()  # prepare() builds it on a worker thread
+
+    def prepare(self) -> None:
+        """Import the SDK and build the HTTP client now, so the first request does not wait for them."""
+        self._get_client()
 
     def _get_client(self) -> AsyncAnthropic:
-        if self._client is None:
-            from anthropic import AsyncAnthropic
+        with self._client_lock:
+            if self._client is None:
+                from anthropic import AsyncAnthropic
 
-            key = self._settings.api_key.get_secret_value() if self._settings.api_key else None
-            self._client = AsyncAnthropic(
-                api_key=key,
-                base_url=self._settings.base_url,
-                max_retries=0,
-                timeout=self._settings.request_timeout,
-            )
-        return self._client
+                key = self._settings.api_key.get_secret_value() if self._settings.api_key else None
+                self._client = AsyncAnthropic(
+                    api_key=key,
+                    base_url=self._settings.base_url,
+                    max_retries=0,
+                    timeout=self._settings.request_timeout,
+                )
+            return self._client
 
     async def aclose(self) -> None:
         if self._client is not None:

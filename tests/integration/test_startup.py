@@ -1,0 +1,36 @@
+"""Start-up stays cheap (DESIGN.md invariant 8): a server that answers ``initialize`` imports
+neither the model SDK nor the schema validator nor a single tool module.
+
+The real server runs under Python's import tracing (``PYTHONPROFILEIMPORTTIME``), which writes
+one line per imported module to stderr, and is asked only to initialize before stdin closes.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.acp_harness import raw_agent
+
+HEAVY = ("anthropic", "jsonschema", "httpx")
+TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
+                "tools.search", "tools.diffs", "tools.registry")
+RULE_TABLES = ("acp_hermes.permissions.command_risk", "acp_hermes.permissions.path_risk")
+_IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)\s*$")
+
+
+def imported_modules(stderr: str) -> set[str]:
+    return {match.group(2) for line in stderr.splitlines() if (match := _IMPORT_LINE.match(line))}
+
+
+@pytest.mark.anyio
+async def test_initialize_imports_no_model_sdk_validator_or_tool(tmp_path: Path) -> None:
+    async with raw_agent(tmp_path, None, env={"PYTHONPROFILEIMPORTTIME": "1"}) as agent:
+        response = await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert response["result"]["agentInfo"]["name"] == "acp-hermes"
+    modules = imported_modules(agent.stderr_path.read_text(encoding="utf-8", errors="replace"))
+    assert {"acp", "acp_hermes.adapter.server", "acp_hermes.core.session"} <= modules  # the tracing worked
+    loaded = {m for m in modules if m.split(".")[0] in HEAVY or m in TOOL_MODULES or m in RULE_TABLES}
+    assert loaded == set()

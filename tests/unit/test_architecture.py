@@ -1,0 +1,253 @@
+"""The layout is the design: imports run one way, the SDKs stay in their rooms, tools have no side doors.
+
+Read from the source with ``ast`` (every import counts: top level, inside functions, under
+TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
+
+* ``memory`` imports nothing of ours; ``tools`` imports ``memory``; ``acp_hermes`` imports both.
+* Inside ``acp_hermes`` the subpackages are layers: app → adapter → core → model → config →
+  permissions (``testing`` sits beside permissions, for the app's demo). A module imports its own
+  subpackage and lower layers only.
+* The ACP SDK (``acp``) is imported by the adapter alone, the ``anthropic`` SDK by the model
+  provider alone.
+* No import cycles between modules.
+* Tools reach the world only through their context: no process spawning, deleting, renaming or
+  writing of files in a tool module (``tools.local_io`` implements those doors).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO_ROOT
+
+PACKAGES = ("acp_hermes", "tools", "memory")
+LAYERS = {  # acp_hermes subpackage (or top-level module) → rank; higher imports lower
+    "__main__": 7,
+    "app": 6,
+    "adapter": 5,
+    "core": 4,
+    "model": 3,
+    "config": 2,
+    "permissions": 1,
+    "testing": 1,
+    "__init__": 0,
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str  # a module of ours, or the top-level name of a third-party package
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {
+    _module_name(path): path for package in PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))
+}
+
+
+def _imports(module: str) -> Iterator[Import]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(module, _ours(alias.name) or alias.name.split(".")[0], node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                target = full if full in MODULES else (_ours(node.module) or node.module.split(".")[0])
+                yield Import(module, target, node.lineno)
+
+
+def _ours(name: str) -> str | None:
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+IMPORTS = [found for module in MODULES for found in _imports(module)]
+
+
+def _layer(module: str) -> tuple[str, int]:
+    """(subpackage, rank) of an acp_hermes module."""
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else "__init__"
+    return key, LAYERS[key]
+
+
+def _violation(found: Import) -> str | None:
+    importer, imported = found.importer, found.imported
+    top, target_top = importer.split(".")[0], imported.split(".")[0]
+    if imported == "acp" and not importer.startswith("acp_hermes.adapter"):
+        return "only the ACP adapter imports the acp SDK"
+    if imported == "anthropic" and importer != "acp_hermes.model.provider":
+        return "only the model provider imports the anthropic SDK"
+    if target_top not in PACKAGES:
+        return None
+    if top == "memory" and target_top != "memory":
+        return "memory imports nothing of ours"
+    if top == "tools" and target_top == "acp_hermes":
+        return "tools imports memory and itself only"
+    if top == "acp_hermes" and target_top == "acp_hermes":
+        (own, rank), (other, other_rank) = _layer(importer), _layer(imported)
+        if own != other and other_rank >= rank:
+            return f"acp_hermes.{own} (layer {rank}) may not import acp_hermes.{other} (layer {other_rank})"
+    return None
+
+
+def test_the_rules_see_every_package_and_subpackage() -> None:
+    subpackages = {name.split(".")[1] for name in MODULES if name.startswith("acp_hermes.")}
+    assert subpackages <= set(LAYERS), f"give {subpackages - set(LAYERS)} a layer in LAYERS"
+    assert {"acp_hermes.adapter.server", "acp_hermes.core.loop", "tools.registry", "memory.session_db"} <= set(MODULES)
+    assert any(i.imported == "acp" for i in IMPORTS) and any(i.imported == "anthropic" for i in IMPORTS)
+
+
+def test_imports_run_one_way() -> None:
+    problems = [
+        f"{found.importer}:{found.line} imports {found.imported}: {reason}"
+        for found in IMPORTS
+        if (reason := _violation(found)) is not None
+    ]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "allowed"),
+    [
+        ("memory.store", "tools.registry", False),
+        ("tools.files", "acp_hermes.core.events", False),
+        ("acp_hermes.core.loop", "acp_hermes.adapter.render", False),
+        ("acp_hermes.model.provider", "acp_hermes.core.session", False),
+        ("acp_hermes.core.session", "acp", False),
+        ("acp_hermes.core.session", "anthropic", False),
+        ("acp_hermes.adapter.server", "acp_hermes.core.session", True),
+        ("acp_hermes.core.session", "acp_hermes.permissions.gate", True),
+        ("tools.memory", "memory.store", True),
+    ],
+)
+def test_the_rules_themselves(importer: str, imported: str, allowed: bool) -> None:
+    assert (_violation(Import(importer, imported, 1)) is None) is allowed
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    edges: dict[str, set[str]] = {module: set() for module in MODULES}
+    for found in IMPORTS:
+        if found.imported in MODULES and found.imported != found.importer:
+            edges[found.importer].add(found.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles() == []
+
+
+# --- tools have no side doors -------------------------------------------------------------------
+
+_SIDE_EFFECT_CALLS = {  # dotted call → what it does
+    "subprocess.Popen": "spawns a process", "subprocess.run": "spawns a process",
+    "subprocess.call": "spawns a process", "subprocess.check_call": "spawns a process",
+    "subprocess.check_output": "spawns a process", "os.system": "spawns a process", "os.popen": "spawns a process",
+    "anyio.open_process": "spawns a process", "anyio.run_process": "spawns a process",
+    "asyncio.create_subprocess_exec": "spawns a process", "asyncio.create_subprocess_shell": "spawns a process",
+    "os.remove": "deletes", "os.unlink": "deletes", "os.rmdir": "deletes", "shutil.rmtree": "deletes",
+    "os.rename": "moves", "os.replace": "moves", "shutil.move": "moves", "shutil.copy": "writes",
+    "atomic_write_text": "writes",
+}
+_SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes", "touch", "apply"}
+# local_io is where the doors are implemented; search runs ripgrep and git queries, which read only.
+_ALLOWED = {
+    "tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
+    "tools.search": {"anyio.open_process", "anyio.run_process"},
+}
+
+
+def _side_doors(module: str, source: str) -> Iterator[str]:
+    tree = ast.parse(source)
+    allowed = _ALLOWED.get(module, set())
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        dotted = ast.unparse(node.func)
+        if dotted in _SIDE_EFFECT_CALLS and dotted not in allowed:
+            yield f"{module}:{node.lineno} {dotted} ({_SIDE_EFFECT_CALLS[dotted]})"
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in _SIDE_EFFECT_METHODS:
+            if node.func.attr not in allowed and not dotted.startswith(("ctx.", "self.")):
+                yield f"{module}:{node.lineno} {dotted}() outside the tool context"
+        elif dotted == "open" and "open" not in allowed and _writes(node):
+            yield f"{module}:{node.lineno} open() for writing"
+
+
+def _writes(call: ast.Call) -> bool:
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    return mode is not None and any(flag in ast.unparse(mode) for flag in "wax+")
+
+
+def test_tools_reach_the_world_only_through_their_context() -> None:
+    doors = [
+        door
+        for module, path in MODULES.items()
+        if module.startswith("tools.")
+        for door in _side_doors(module, path.read_text(encoding="utf-8"))
+    ]
+    assert doors == []
+
+
+def test_the_side_door_check_finds_side_doors() -> None:
+    source = (
+        "import subprocess\nsubprocess.Popen(['x'])\npath.unlink()\nstore.apply('add')\n"
+        "open(p, 'w')\nopen(p, mode='a')\nopen(p)\nctx.write_text(p, 'x')\n"
+    )
+    doors = list(_side_doors("tools.probe", source))
+    assert [door.split(" ", 1)[0] for door in doors] == [f"tools.probe:{line}" for line in (2, 3, 4, 5, 6)], doors
