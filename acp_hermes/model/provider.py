@@ -87,6 +87,27 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
+def request_body(request: ModelRequest) -> dict[str, Any]:
+    """The Messages API request for ``request``: cache breakpoints placed, same-role neighbours
+    merged, the thinking budget added on top of the output budget. The history is not altered."""
+    system, messages = with_cache_breakpoints(
+        request.system, merge_consecutive_roles(request.messages), request.cache_ttl
+    )
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": messages,
+    }
+    if system:
+        params["system"] = system
+    if request.tools:
+        params["tools"] = list(request.tools)
+    if request.thinking_budget:
+        params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+        params["max_tokens"] = request.max_tokens + request.thinking_budget
+    return params
+
+
 def retry_delay(attempt: int, settings: Settings, retry_after: float | None) -> float:
     """Exponential backoff with full jitter, or what the server asked for."""
     if retry_after is not None:
@@ -210,27 +231,9 @@ class AnthropicProvider:
             await self._client.close()
             self._client = None
 
-    def _params(self, request: ModelRequest) -> dict[str, Any]:
-        system, messages = with_cache_breakpoints(
-            request.system, merge_consecutive_roles(request.messages), request.cache_ttl
-        )
-        params: dict[str, Any] = {
-            "model": request.model,
-            "max_tokens": request.max_tokens,
-            "messages": messages,
-        }
-        if system:
-            params["system"] = system
-        if request.tools:
-            params["tools"] = list(request.tools)
-        if request.thinking_budget:
-            params["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
-            params["max_tokens"] = request.max_tokens + request.thinking_budget
-        return params
-
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model message, retrying failures that happen before anything was shown."""
-        params = self._params(request)
+        params = request_body(request)
         attempt = 0
         while True:
             yielded = False
