@@ -21,6 +21,7 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_AUXILIARY_MODEL = "claude-haiku-5-5"
 ThoughtLevel = Literal["off", "low", "medium", "high"]
 THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
+DEFAULT_THINKING_BUDGETS: dict[ThoughtLevel, int] = {"low": 2_048, "medium": 8_192, "high": 32_000}
 
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
@@ -95,9 +96,7 @@ class Settings(BaseModel):
     models: list[str] = Field(default_factory=list)
     auxiliary_model: str = DEFAULT_AUXILIARY_MODEL
     thought_level: ThoughtLevel = "off"
-    thinking_budgets: dict[ThoughtLevel, int] = Field(
-        default_factory=lambda: {"low": 2_048, "medium": 8_192, "high": 32_000}
-    )
+    thinking_budgets: dict[ThoughtLevel, int] = Field(default_factory=lambda: dict(DEFAULT_THINKING_BUDGETS))
     max_output_tokens: int = Field(default=16_384, ge=1)
     max_iterations: int = Field(default=90, ge=1)
     max_retries: int = Field(default=4, ge=0)

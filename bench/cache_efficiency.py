@@ -117,7 +117,7 @@ async def play(agent: AgentProcess, fake: FakeAnthropic, session_id: str, turns:
         fake.script(*turn.replies)
         if number == 1:
             # A free title keeps the session's figures those of the conversation alone.
-            fake.script(text_reply("Cache efficiency walkthrough", usage=Usage(0, 0)))
+            fake.script_auxiliary(text_reply("Cache efficiency walkthrough", usage=Usage(0, 0)))
         start = len(fake.requests)
         stop = await agent.prompt(session_id, turn.prompt)
         if stop != "end_turn":

@@ -282,6 +282,9 @@ def _parse_v4a(lines: list[str]) -> list[FilePatch]:
     return patches
 
 
+_V4A_ACTIONS: dict[str, FileAction] = {"Update": "update", "Add": "create", "Delete": "delete", "Move": "move"}
+
+
 class _V4AParser:
     """Line-by-line state machine for V4A sections and their hunks."""
 
@@ -329,7 +332,7 @@ class _V4AParser:
             if not arrow or not source.strip() or not destination.strip():
                 raise PatchError(f"patch line {number}: expected '*** Move File: <from> -> <to>'.")
             target, self.new_path = source.strip(), destination.strip()
-        self.action = {"Update": "update", "Add": "create", "Delete": "delete", "Move": "move"}[kind]
+        self.action = _V4A_ACTIONS[kind]
         self.path = target
 
     def _feed_added(self, line: str, number: int) -> None:

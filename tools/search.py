@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -210,10 +210,10 @@ async def _ripgrep_content(rg: str, root: Path, pattern: str, file_glob: str | N
                         break
         code = await process.wait()
     if code == 2 and not collected.lines and not collected.truncated:
-        message = errors.decode(errors="replace").strip()
-        if "regex" in message:
-            raise SearchError(_bad_regex(pattern, message.splitlines()[-1]))
-        raise SearchError(f"ripgrep failed: {message}")
+        detail = errors.decode(errors="replace").strip()
+        if "regex" in detail:
+            raise SearchError(_bad_regex(pattern, detail.splitlines()[-1]))
+        raise SearchError(f"ripgrep failed: {detail}")
     chosen = _glob_matcher(file_glob) if file_glob else None
     files = (
         FileHits(path, tuple(lines[number] for number in sorted(lines)))
@@ -247,7 +247,7 @@ async def _drain(stream: anyio.abc.ByteReceiveStream, into: bytearray, limit: in
             into.extend(chunk)
 
 
-async def _lines(stream: anyio.abc.ByteReceiveStream) -> AsyncIterator[bytes]:
+async def _lines(stream: anyio.abc.ByteReceiveStream) -> AsyncGenerator[bytes, None]:
     """Non-empty lines of a byte stream, however the chunks fall."""
     pending = bytearray()
     async for chunk in stream:
@@ -380,6 +380,12 @@ def _search_file(path: Path, regex: re.Pattern[str], context: int) -> FileHits |
 # Globs and .gitignore
 
 
+def _anchored_matcher(pattern: str) -> Callable[[str], bool]:
+    """A matcher for an ignore pattern with a slash: it matches the whole relative path."""
+    regex = re.compile("(?s)" + _glob_regex(pattern) + r"\Z")
+    return lambda relative: regex.match(relative) is not None
+
+
 def _glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A test of a root-relative path against a glob: ``*.py`` matches the file name at any
     depth; a pattern with a ``/`` (``src/**/test_*.py``) matches the whole relative path."""
@@ -446,8 +452,7 @@ def _gitignore_rules(path: Path) -> list[_IgnoreRule]:
         if not line:
             continue
         if line.startswith("/") or "/" in line:
-            regex = re.compile("(?s)" + _glob_regex(line.lstrip("/")) + r"\Z")
-            rules.append(_IgnoreRule(lambda rel, r=regex: r.match(rel) is not None, negated, directories_only))
+            rules.append(_IgnoreRule(_anchored_matcher(line.lstrip("/")), negated, directories_only))
         else:
             rules.append(_IgnoreRule(_glob_matcher(line), negated, directories_only))
     return rules

@@ -178,7 +178,8 @@ async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, 
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
     args = ["-m", "acp_hermes"] + (["--log-level", log_level] if log_level else [])
-    async with spawn_agent_process(client, sys.executable, *args, env=env, cwd=str(cwd),
+    # DemoClient implements the client methods this agent uses; the SDK answers others with -32601.
+    async with spawn_agent_process(client, sys.executable, *args, env=env, cwd=str(cwd),  # type: ignore[arg-type]
                                    transport_kwargs={"stderr": None}) as (conn, _process):
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,

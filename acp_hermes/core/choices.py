@@ -46,7 +46,7 @@ def apply_choice(choices: SessionChoices, settings: Settings, option_id: str, va
     elif option_id == THOUGHT_OPTION:
         if value not in THOUGHT_LEVELS:
             raise InvalidInput(f"unknown thought level {value!r}; choose one of: {', '.join(THOUGHT_LEVELS)}")
-        choices.thought_level = value  # type: ignore[assignment]
+        choices.thought_level = value
     else:
         raise InvalidInput(f"unknown config option {option_id!r}; known options: {', '.join(OPTION_IDS)}")
 

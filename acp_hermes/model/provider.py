@@ -180,7 +180,7 @@ def _is_retryable(error: BaseException) -> bool:
     response = getattr(error, "response", None)
     verdict = response.headers.get("x-should-retry") if response is not None else None
     if verdict in ("true", "false"):  # the server's explicit word wins over the status
-        return verdict == "true"
+        return bool(verdict == "true")
     if isinstance(error, anthropic.APIStatusError):
         # An ``error`` event inside a 200 stream carries its type instead of a status.
         return error.status_code in RETRYABLE_STATUSES or getattr(error, "type", None) in RETRYABLE_STREAM_ERRORS

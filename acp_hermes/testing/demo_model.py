@@ -61,7 +61,7 @@ def _plan(done: int) -> list[dict[str, str]]:
 
 
 def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    results = []
+    results: list[dict[str, Any]] = []
     for message in body.get("messages", []):
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, list):

@@ -479,8 +479,7 @@ class ScriptedModelServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("scripted model server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{self._host}:{self._httpd.server_port}"
 
     # what happened
 
@@ -653,7 +652,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Wait up to ``timeout`` seconds for the client to hang up (EOF or reset on the socket)."""
         self.connection.settimeout(max(0.0, timeout))
         try:
-            return self.connection.recv(1, socket.MSG_PEEK) == b""
+            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+            return peeked == b""
         except (TimeoutError, BlockingIOError):
             return False
         except OSError:

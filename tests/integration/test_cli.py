@@ -84,7 +84,8 @@ async def test_setup_saves_a_key_that_authenticates_the_running_server(
 ) -> None:
     home = tmp_path / "hermes-home"
     config = write_config(home, "max_iterations: 7\nmodels: [claude-opus-5-5]\n")
-    fake_anthropic.script(text_reply("Configured by setup."), text_reply("A title"))
+    fake_anthropic.script(text_reply("Configured by setup."))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, None, home=home) as agent:  # no ANTHROPIC_* in its environment
         with pytest.raises(RequestError) as no_key:
             await agent.new_session()

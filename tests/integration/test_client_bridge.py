@@ -40,8 +40,8 @@ async def test_reads_and_writes_go_through_the_editor(tmp_path: Path, fake_anthr
         tool_reply("todo", {"todos": [{"id": "a", "content": "Check the editor", "status": "completed"}]},
                    id="toolu_todo"),
         text_reply("done"),
-        text_reply("Bridge"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Bridge"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, fs=True) as agent:
         app, lib = agent.workspace / "app.py", agent.workspace / "lib.py"
@@ -88,8 +88,8 @@ async def test_commands_run_in_editor_terminals_that_are_embedded_then_released(
         tool_reply("terminal", {"command": "echo broken >&2; exit 4"}, id="toolu_bad"),
         tool_reply("terminal", {"command": "sleep 30", "timeout": 1}, id="toolu_slow"),
         text_reply("ran"),
-        text_reply("Terminals"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Terminals"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, terminal=True) as agent:
         sid = await agent.new_session()
@@ -134,8 +134,8 @@ async def test_reads_after_the_agents_own_command_are_not_stale(
         tool_reply("read_file", {"path": "config.py"}, id="toolu_after"),
         tool_reply("read_file", {"path": "other.py"}, id="toolu_untouched"),
         text_reply("done"),
-        text_reply("Stale"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Stale"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, fs=True, terminal=client_terminal) as agent:
         config, other = agent.workspace / "config.py", agent.workspace / "other.py"

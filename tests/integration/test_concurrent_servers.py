@@ -22,10 +22,8 @@ MESSAGES_PER_PROMPT = 4  # user, assistant, user (tool_result), assistant
 
 
 def respond(request: ModelRequest) -> Reply:
-    """Stateless script: a todo call for a fresh prompt, then an answer quoting it; titles get text."""
+    """Stateless script: a todo call for a fresh prompt, then an answer quoting it."""
     body = request.body
-    if not body.get("stream"):
-        return text_reply("Concurrent work")
     last = body["messages"][-1]["content"]
     if any(block.get("type") == "tool_result" for block in last):
         prompt = next(
@@ -53,10 +51,12 @@ async def test_two_servers_appending_to_one_database_lose_nothing(tmp_path: Path
     workspace.mkdir()
     # Per server: two requests per prompt (its own sessions' and, after the cross-loads, one more
     # prompt in each of the other server's sessions) and one title per session it created.
-    requests_per_server = SESSIONS_PER_SERVER * ((PROMPTS_PER_SESSION + 1) * 2 + 1)
+    turn_requests = SESSIONS_PER_SERVER * (PROMPTS_PER_SESSION + 1) * 2
+    requests_per_server = turn_requests + SESSIONS_PER_SERVER
     with FakeAnthropic() as fake_a, FakeAnthropic() as fake_b:
         for fake in (fake_a, fake_b):
-            fake.script(*[respond] * requests_per_server)
+            fake.script(*[respond] * turn_requests)
+            fake.script_auxiliary(*[text_reply("Concurrent work")] * SESSIONS_PER_SERVER)
         async with (
             running_agent(tmp_path, fake_a, home=home, workspace=workspace) as server_a,
             running_agent(tmp_path, fake_b, home=home, workspace=workspace) as server_b,

@@ -58,12 +58,12 @@ async def test_memory_writes_use_hermes_format_and_only_the_next_session_sees_th
         memory_call("add", "memory", content="Tests run with pytest -q", call_id="toolu_add_note"),
         memory_call("add", "user", content="Name: Dana; prefers short answers", call_id="toolu_add_user"),
         text_reply("Noted both."),
-        text_reply("Remember facts"),  # the title
         memory_call("replace", "memory", old_text="uv", content="Project packages with uv and lints with ruff",
                     call_id="toolu_replace"),
         memory_call("remove", "memory", old_text="pytest", call_id="toolu_remove"),
         text_reply("Updated."),
     )
+    fake.script_auxiliary(text_reply("Remember facts"))
     async with running_agent(tmp_path, fake, home=home) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "Remember how tests run, and who I am") == "end_turn"
@@ -130,7 +130,6 @@ async def test_refused_memory_writes_leave_the_files_unchanged(
     fake.script(
         memory_call("add", "memory", content="Declined fact", call_id="toolu_declined"),
         text_reply("Not saved."),
-        text_reply("Declined memory"),  # the title
         memory_call("add", "memory", content="Accepted fact", call_id="toolu_accepted"),
         memory_call("add", "memory", content=huge, call_id="toolu_huge"),
         memory_call("add", "memory", content=injection, call_id="toolu_inject_note"),
@@ -138,6 +137,7 @@ async def test_refused_memory_writes_leave_the_files_unchanged(
         memory_call("remove", "memory", old_text="no such entry", call_id="toolu_missing"),
         text_reply("Some of that was refused."),
     )
+    fake.script_auxiliary(text_reply("Declined memory"))
     client = EditorClient(policy=choose("reject_once"))
     async with running_agent(tmp_path, fake, home=home, client=client) as agent:
         sid = await agent.new_session()

@@ -8,7 +8,6 @@ fails after text was shown is not repeated; a cancel aborts the backoff sleep.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -19,10 +18,6 @@ from tests.support.fake_anthropic import FakeAnthropic, drop_connection, error_r
 
 FAST_RETRIES = "max_retries: 3\nretry_base_delay: 0.01\nretry_max_delay: 0.05\n"
 
-
-def turn_requests(fake: FakeAnthropic) -> list[dict[str, Any]]:
-    """Streamed requests only: the agent loop's model calls (the title request is not streamed)."""
-    return [body for body in fake.requests if body.get("stream")]
 
 
 async def prompt_and_read(agent: AgentProcess, session_id: str, text: str) -> tuple[str, str]:
@@ -39,10 +34,10 @@ async def test_auth_and_request_errors_become_a_message_and_the_session_recovers
 ) -> None:
     fake_anthropic.script(
         error_reply(401, message="invalid x-api-key"),
-        text_reply("A title"),
         text_reply("Now it works."),
         error_reply(400, message="messages.0.content: something the API disliked"),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         stop, shown = await prompt_and_read(agent, sid, "hello")
@@ -56,7 +51,7 @@ async def test_auth_and_request_errors_become_a_message_and_the_session_recovers
         assert stop == "end_turn"
         assert "400" in shown and "something the API disliked" in shown
         assert agent.process.returncode is None
-    assert len(turn_requests(fake_anthropic)) == 3  # neither 401 nor 400 was retried
+    assert len(fake_anthropic.stream_requests) == 3  # neither 401 nor 400 was retried
 
 
 @pytest.mark.anyio
@@ -69,24 +64,24 @@ async def test_transient_failures_are_retried_until_the_budget_runs_out(
         error_reply(503),
         drop_connection(),
         text_reply("Got through in the end."),
-        text_reply("A title"),
         error_reply(429, retry_after=0.2),
         text_reply("Rate limit passed."),
         *[error_reply(503) for _ in range(4)],
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         assert await prompt_and_read(agent, sid, "first") == ("end_turn", "Got through in the end.")
-        assert len(turn_requests(fake_anthropic)) == 4
+        assert len(fake_anthropic.stream_requests) == 4
         await agent.wait_for_update(sid, "session_info_update")
 
         assert await prompt_and_read(agent, sid, "second") == ("end_turn", "Rate limit passed.")
-        assert len(turn_requests(fake_anthropic)) == 4 + 2
+        assert len(fake_anthropic.stream_requests) == 4 + 2
 
         stop, shown = await prompt_and_read(agent, sid, "third")
         assert stop == "end_turn"
         assert "503" in shown
-        assert len(turn_requests(fake_anthropic)) == 6 + 4  # the first try and max_retries (3) retries
+        assert len(fake_anthropic.stream_requests) == 6 + 4  # the first try and max_retries (3) retries
     assert fake_anthropic.unused_replies == 0
 
 
@@ -97,14 +92,15 @@ async def test_stream_failing_after_text_is_not_retried_and_cancel_aborts_a_back
     # message_start, content_block_start, ping, two of three text deltas, then an error event
     broken = MessageReply([TextBlock("Half an answer, then", chunks=3)],
                           failure=StreamFailure(after_events=5, error_type="overloaded_error", message="Overloaded"))
-    fake_anthropic.script(broken, text_reply("A title"), error_reply(529, retry_after=30))
+    fake_anthropic.script(broken, error_reply(529, retry_after=30))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         stop, shown = await prompt_and_read(agent, sid, "answer me")
         assert stop == "end_turn"
         assert shown.startswith("Half an answe") and "r, then" not in shown  # two of the three deltas
         assert "stream broke off" in shown and "Overloaded" in shown
-        assert len(turn_requests(fake_anthropic)) == 1  # what the user saw is never streamed twice
+        assert len(fake_anthropic.stream_requests) == 1  # what the user saw is never streamed twice
         await agent.wait_for_update(sid, "session_info_update")
 
         async with anyio.create_task_group() as group:
@@ -121,4 +117,4 @@ async def test_stream_failing_after_text_is_not_retried_and_cancel_aborts_a_back
                 await agent.conn.cancel(session_id=sid)
                 await answered.wait()
         assert result["stop"] == "cancelled"
-        assert len(turn_requests(fake_anthropic)) == 2  # no retry after the cancel
+        assert len(fake_anthropic.stream_requests) == 2  # no retry after the cancel

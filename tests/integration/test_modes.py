@@ -79,8 +79,8 @@ async def test_what_each_mode_asks_for(tmp_path: Path, fake_anthropic: FakeAnthr
                    id="toolu_ssh"),
         tool_reply("terminal", {"command": "touch ran-command"}, id="toolu_cmd"),
         text_reply("done"),
-        text_reply("Modes"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Modes"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, env={"HOME": str(home)}) as agent:
         workspace = agent.workspace
@@ -153,8 +153,8 @@ async def test_dangerous_commands_ask_and_catastrophic_ones_never_run(
         tool_reply("terminal", {"command": "git push --force"}, id="toolu_force"),
         *(tool_reply("terminal", {"command": command}, id=call_id) for call_id, command in CATASTROPHIC.items()),
         text_reply("done"),
-        text_reply("Danger"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Danger"))
     # Normal commands are granted "always" when asked, so the dangerous ones run under a grant.
     answers: dict[str, str | None] = {"toolu_rm": "allow_always", "toolu_push": "allow_always",
                                       "toolu_rmrf": "allow_once", "toolu_force": "reject_once"}

@@ -42,8 +42,8 @@ async def test_allow_once_asks_with_the_diff_every_time(tmp_path: Path, fake_ant
         edit("toolu_1", "a.txt", "one", "uno"),
         edit("toolu_2", "a.txt", "two", "dos"),
         text_reply("edited"),
-        text_reply("Allow once"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Allow once"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         target = agent.workspace / "a.txt"
@@ -76,8 +76,8 @@ async def test_allow_always_covers_later_workspace_edits_but_not_outside_ones_or
         edit("toolu_outside", str(outside), "far", "near"),
         tool_reply("terminal", {"command": "touch made-by-command"}, id="toolu_command"),
         text_reply("done"),
-        text_reply("Always"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Always"))
     client = EditorClient(policy=by_call({"toolu_first": "allow_always"}, default="allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         (agent.workspace / "a.txt").write_text("one\n")
@@ -105,8 +105,8 @@ async def test_reject_once_means_the_tool_never_ran_and_the_model_is_told(
         tool_reply("terminal", {"command": "touch should-not-exist"}, id="toolu_rejected_command"),
         edit("toolu_asked_again", "a.txt", "one", "eins"),
         text_reply("ok"),
-        text_reply("Reject once"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Reject once"))
     client = EditorClient(policy=by_call({"toolu_asked_again": "allow_once"}, default="reject_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         target = agent.workspace / "a.txt"
@@ -133,8 +133,8 @@ async def test_reject_always_refuses_later_edits_without_asking(
         edit("toolu_1", "a.txt", "one", "uno"),
         tool_reply("write_file", {"path": "b.txt", "content": "new\n"}, id="toolu_2"),
         text_reply("gave up"),
-        text_reply("Reject always"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Reject always"))
     client = EditorClient(policy=choose("reject_always"))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         (agent.workspace / "a.txt").write_text("one\n")
@@ -154,8 +154,8 @@ async def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path, fake_
         tool_reply("write_file", {"path": "a.txt", "content": "x\n"}, id="toolu_write"),
         tool_reply("terminal", {"command": "touch marker"}, id="toolu_command"),
         text_reply("nothing happened"),
-        text_reply("Cancelled"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Cancelled"))
     client = EditorClient(policy=by_call({}, default=None))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await agent.new_session()
@@ -181,15 +181,15 @@ async def test_command_grants_persist_per_project_for_a_new_server_process(
         tool_reply("terminal", {"command": "git status --short"}, id="toolu_status_again"),
         tool_reply("terminal", {"command": "touch first"}, id="toolu_touch"),
         text_reply("remembered"),
-        text_reply("Grants"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Grants"))
     answers = {"toolu_status": "allow_always", "toolu_touch": "reject_always"}
     first = EditorClient(policy=by_call(answers))
     async with running_agent(tmp_path, fake_anthropic, client=first, home=home, workspace=workspace) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "look around") == "end_turn"
         first_calls = check_tool_calls(agent, sid)
-        await agent.wait_for_update(sid, "session_info_update")  # the title reply is used up here
+        await agent.wait_for_update(sid, "session_info_update")  # the title is asked for here
 
     assert asked_ids(first) == ["toolu_status", "toolu_touch"]  # `git status --short` matched the grant
     status_request = first_calls["toolu_status"].permission_requests[0]
@@ -211,8 +211,8 @@ async def test_command_grants_persist_per_project_for_a_new_server_process(
         tool_reply("terminal", {"command": "git log -1"}, id="toolu_log"),
         tool_reply("terminal", {"command": "touch second"}, id="toolu_touch_later"),
         text_reply("again"),
-        text_reply("Grants again"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Grants again"))
     second = EditorClient(policy=choose("reject_once"))
     async with running_agent(tmp_path, fake_anthropic, client=second, home=home, workspace=workspace) as agent:
         sid = await agent.new_session()
@@ -239,8 +239,8 @@ async def test_command_grants_do_not_leak_to_another_project(tmp_path: Path, fak
     fake_anthropic.script(
         tool_reply("terminal", {"command": "echo one"}, id="toolu_grant"),
         text_reply("ok"),
-        text_reply("T"),
     )
+    fake_anthropic.script_auxiliary(text_reply("T"))
     async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_always")),
                              home=home, workspace=own_project) as agent:
         sid = await agent.new_session()
@@ -249,8 +249,8 @@ async def test_command_grants_do_not_leak_to_another_project(tmp_path: Path, fak
     fake_anthropic.script(
         tool_reply("terminal", {"command": "echo two"}, id="toolu_other"),
         text_reply("ok"),
-        text_reply("T"),
     )
+    fake_anthropic.script_auxiliary(text_reply("T"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, home=home, workspace=other_project) as agent:
         sid = await agent.new_session()

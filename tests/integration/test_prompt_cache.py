@@ -107,12 +107,12 @@ async def test_every_model_request_has_at_most_four_breakpoints_in_the_right_pla
     (tmp_path / "workspace" / "b.txt").write_text("beta\n")
     fake.script(
         text_reply("Plain answer."),
-        text_reply("Caching walkthrough"),  # the title
         tool_reply("read_file", {"path": "a.txt"}),
         text_reply("a.txt holds alpha."),
         tool_calls_reply(("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"}), text="Both at once."),
         text_reply("alpha and beta."),
     )
+    fake.script_auxiliary(text_reply("Caching walkthrough"))
     async with running_agent(tmp_path, fake) as first:
         sid = await first.new_session()
         assert await first.prompt(sid, "hello") == "end_turn"

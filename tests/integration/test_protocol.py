@@ -146,7 +146,8 @@ async def test_config_options_apply_and_reach_the_model_request(tmp_path: Path, 
         tmp_path / "hermes-home",
         "models: [claude-opus-5-5]\nmax_output_tokens: 1000\nthinking_budgets: {low: 1024, medium: 3000, high: 5000}\n",
     )
-    fake_anthropic.script(text_reply("first"), text_reply("A title"), text_reply("second"))
+    fake_anthropic.script(text_reply("first"), text_reply("second"))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         conn = agent.conn

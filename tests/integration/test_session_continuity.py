@@ -23,8 +23,8 @@ async def test_todo_merge_after_a_restart_updates_the_plan_the_session_had(
     fake_anthropic.script(
         tool_reply("todo", {"todos": plan}, id="toolu_plan"),
         text_reply("Planned."),
-        text_reply("Parser plan"),  # the title
     )
+    fake_anthropic.script_auxiliary(text_reply("Parser plan"))
     async with running_agent(tmp_path, fake_anthropic) as first:
         sid = await first.new_session()
         assert await first.prompt(sid, "plan the parser work") == "end_turn"
@@ -55,7 +55,8 @@ async def test_todo_merge_after_a_restart_updates_the_plan_the_session_had(
 async def test_a_session_whose_first_turn_was_cancelled_is_named_after_its_first_completed_turn(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
-    fake_anthropic.script(slow_text_reply(200, 0.05), text_reply("Done."), text_reply("Parser refactor"))
+    fake_anthropic.script(slow_text_reply(200, 0.05), text_reply("Done."))
+    fake_anthropic.script_auxiliary(text_reply("Parser refactor"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         async with anyio.create_task_group() as group:

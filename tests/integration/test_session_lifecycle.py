@@ -66,7 +66,7 @@ async def with_updates_before_response(
 
 
 async def first_exchange(agent: AgentProcess, session_id: str, text: str) -> str:
-    """Prompt, then wait for the title the first exchange triggers (it uses the next scripted reply)."""
+    """Prompt, then wait for the title the first exchange triggers (from the auxiliary script)."""
     stop = await agent.prompt(session_id, text)
     await agent.wait_for_update(session_id, "session_info_update")
     return stop
@@ -128,9 +128,9 @@ async def test_load_replays_the_whole_conversation_in_order_and_continues_after_
         tool_reply("read_file", {"path": "missing.txt"}, id="toolu_read"),
         tool_reply("todo", {"todos": todos}, id="toolu_todo"),
         text_reply("Done: hello.txt exists.", chunks=3),
-        text_reply("Create hello file"),  # the title
         text_reply("Nothing else to do."),
     )
+    fake.script_auxiliary(text_reply("Create hello file"))
     async with running_agent(tmp_path, fake) as first:
         sid = await first.new_session()
         response = await first.conn.prompt(session_id=sid, prompt=prompt_one)
@@ -219,7 +219,8 @@ async def test_resume_sends_no_replay_and_fork_copies_the_history_with_lineage(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
     fake = fake_anthropic
-    fake.script(text_reply("Source answer one."), text_reply("Source title"))
+    fake.script(text_reply("Source answer one."))
+    fake.script_auxiliary(text_reply("Source title"))
     async with running_agent(tmp_path, fake) as first:
         source = await first.new_session()
         await first_exchange(first, source, "source question one")
@@ -300,7 +301,8 @@ async def test_close_cancels_the_running_turn_frees_the_session_and_keeps_its_hi
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
     fake = fake_anthropic
-    fake.script(text_reply("First answer."), text_reply("Closing test"), slow_text_reply(200, 0.05))
+    fake.script(text_reply("First answer."), slow_text_reply(200, 0.05))
+    fake.script_auxiliary(text_reply("Closing test"))
     async with running_agent(tmp_path, fake) as agent:
         sid = await agent.new_session()
         await first_exchange(agent, sid, "first question")
@@ -348,7 +350,8 @@ async def test_delete_removes_the_session_and_unknown_ids_are_errors_everywhere(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
     fake = fake_anthropic
-    fake.script(text_reply("Kept answer."), text_reply("Kept"), text_reply("Doomed answer."), text_reply("Doomed"))
+    fake.script(text_reply("Kept answer."), text_reply("Doomed answer."))
+    fake.script_auxiliary(text_reply("Kept"), text_reply("Doomed"))
     async with running_agent(tmp_path, fake) as agent:
         workspace = str(agent.workspace)
         kept = await agent.new_session()
@@ -445,7 +448,8 @@ async def test_list_filters_by_cwd_newest_first_with_cursor_paging_titles_and_is
         db.create_session("seeded-empty", cwd=str(workspace), model=None, mode=None, model_config={},
                           system_prompt=None)
 
-    fake.script(text_reply("Live answer."), text_reply("Live session title"))
+    fake.script(text_reply("Live answer."))
+    fake.script_auxiliary(text_reply("Live session title"))
     async with running_agent(tmp_path, fake, home=home, workspace=workspace) as agent:
         live = await agent.new_session()
         await first_exchange(agent, live, "a live question")
@@ -500,7 +504,8 @@ async def test_mode_model_and_thinking_choices_survive_a_restart(
     fake = fake_anthropic
     home = tmp_path / "hermes-home"
     write_config(home, "models: [claude-opus-5-5]\nthinking_budgets: {low: 1500, medium: 8192, high: 32000}\n")
-    fake.script(text_reply("Before the restart."), text_reply("Choices"))
+    fake.script(text_reply("Before the restart."))
+    fake.script_auxiliary(text_reply("Choices"))
     async with running_agent(tmp_path, fake, home=home) as first:
         sid = await first.new_session()
         await first.conn.set_session_mode(session_id=sid, mode_id="accept-edits")
@@ -537,11 +542,9 @@ async def test_titles_come_from_the_auxiliary_model_or_fall_back_to_the_first_us
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
     fake = fake_anthropic
-    fake.script(
-        text_reply("Sure."),
-        text_reply('"Fix the flaky login test."'),
-        text_reply("Okay."),
-        error_reply(400, message="title model unavailable"),
+    fake.script(text_reply("Sure."), text_reply("Okay."))
+    fake.script_auxiliary(
+        text_reply('"Fix the flaky login test."'), error_reply(400, message="title model unavailable")
     )
     async with running_agent(tmp_path, fake) as agent:
         named = await agent.new_session()
@@ -549,8 +552,7 @@ async def test_titles_come_from_the_auxiliary_model_or_fall_back_to_the_first_us
         info = await agent.wait_for_update(named, "session_info_update")
         assert info["title"] == "Fix the flaky login test"
         assert ISO_8601.match(info["updatedAt"])
-        title_request = fake.requests[1]
-        assert title_request.get("stream") is not True
+        (title_request,) = fake.auxiliary_requests
         assert title_request["model"] == "claude-haiku-5-5"
         assert "The login test fails randomly" in title_request["messages"][0]["content"]
         assert "Sure." in title_request["messages"][0]["content"]

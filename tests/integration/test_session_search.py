@@ -36,15 +36,17 @@ async def test_session_search_recalls_other_sessions_with_summaries_and_falls_ba
     home = tmp_path / "home"
     settings = Settings()
     fake_anthropic.script(
-        text_reply("Dump with pg_dump, then run alembic upgrade head."), text_reply("Billing migration")
+        text_reply("Dump with pg_dump, then run alembic upgrade head."),
     )
+    fake_anthropic.script_auxiliary(text_reply("Billing migration"))
     async with running_agent(tmp_path, fake_anthropic, home=home) as first:
         session_a = await first.new_session()
         await first.prompt(session_a, SESSION_A_PROMPT)
         await first.wait_for_update(session_a, "session_info_update")
 
     # A new process on the same HERMES_HOME: session A is only in the database now.
-    fake_anthropic.script(text_reply("Set maxmemory-policy to allkeys-lru."), text_reply("Redis eviction"))
+    fake_anthropic.script(text_reply("Set maxmemory-policy to allkeys-lru."))
+    fake_anthropic.script_auxiliary(text_reply("Redis eviction"))
     async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
         session_b = await agent.new_session()
         await agent.prompt(session_b, SESSION_B_PROMPT)
@@ -53,8 +55,10 @@ async def test_session_search_recalls_other_sessions_with_summaries_and_falls_ba
         session_c = await agent.new_session()
         fake_anthropic.script(
             tool_reply("session_search", {"query": "postgres"}, id="toolu_recall_1"),
-            text_reply(SUMMARY_A),  # the auxiliary model's recap of session A
             text_reply("We used pg_dump and alembic."),
+        )
+        fake_anthropic.script_auxiliary(
+            text_reply(SUMMARY_A),  # the auxiliary model's recap of session A
             text_reply("Recall postgres plan"),  # session C's title
         )
         assert await agent.prompt(session_c, "What did we decide about postgres last time?") == "end_turn"
@@ -76,10 +80,9 @@ async def test_session_search_recalls_other_sessions_with_summaries_and_falls_ba
         # Both summaries fail: the model gets the raw snippets and is told why.
         fake_anthropic.script(
             tool_reply("session_search", {"query": "redis OR postgres", "limit": 5}, id="toolu_recall_2"),
-            error_reply(400, message="aux refused"),
-            error_reply(400, message="aux refused"),
             text_reply("Here is what I found."),
         )
+        fake_anthropic.script_auxiliary(*[error_reply(400, message="aux refused")] * 2)
         assert await agent.prompt(session_c, "And anything about redis?") == "end_turn"
 
         text, is_error = tool_result(fake_anthropic, "toolu_recall_2")

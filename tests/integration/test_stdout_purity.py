@@ -33,8 +33,8 @@ async def test_stdout_carries_only_json_rpc_while_everything_else_goes_to_stderr
     fake_anthropic.script(
         tool_reply("terminal", {"command": NOISY_COMMAND, "workdir": "sub"}, text="Running it."),
         text_reply("It printed hello and 1."),
-        text_reply("A title"),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     env = {"PYTHONDEVMODE": "1", "PYTHONWARNINGS": "always"}
     async with raw_agent(tmp_path, fake_anthropic, env=env, home=home) as agent:
         workspace = tmp_path / "workspace"

@@ -30,7 +30,8 @@ def write(path: Path, text: str) -> Path:
 
 async def system_prompt_of_new_session(agent: AgentProcess, fake: FakeAnthropic, cwd: Path) -> tuple[str, str]:
     """Open a session in ``cwd``, run one exchange and return (session id, the system prompt the model got)."""
-    fake.script(text_reply("ok"), text_reply("A title"))
+    fake.script(text_reply("ok"))
+    fake.script_auxiliary(text_reply("A title"))
     sid = await agent.new_session(cwd=cwd)
     assert await agent.prompt(sid, "hello") == "end_turn"
     await agent.wait_for_update(sid, "session_info_update")

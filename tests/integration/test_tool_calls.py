@@ -65,8 +65,8 @@ async def test_file_tools_search_and_todo_on_local_disk(tmp_path: Path, fake_ant
         tool_reply("search_files", {"pattern": "return [0-9]"}, id="toolu_search"),
         tool_reply("todo", {"todos": todos}, id="toolu_todo"),
         text_reply("All done."),
-        text_reply("Tools tour"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Tools tour"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         make_project(agent.workspace)
         app = agent.workspace / "src" / "app.py"
@@ -139,8 +139,8 @@ async def test_local_terminal_streams_fenced_output_with_exit_code(
         tool_reply("terminal", {"command": "pwd; echo '```'; exit 3"}, id="toolu_term"),
         tool_reply("terminal", {"command": "head -c 100000 /dev/zero | tr '\\0' x"}, id="toolu_big"),
         text_reply("It failed."),
-        text_reply("Terminal"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Terminal"))
     async with running_agent(tmp_path, fake_anthropic, client=EditorClient()) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "run it") == "end_turn"
@@ -171,8 +171,9 @@ async def test_read_output_uses_a_fence_longer_than_any_in_the_file(
 ) -> None:
     markdown = "# Doc\n\n````python\nprint('hi')\n````\n"
     fake_anthropic.script(
-        tool_reply("read_file", {"path": "doc.md"}, id="toolu_doc"), text_reply("ok"), text_reply("Fences")
+        tool_reply("read_file", {"path": "doc.md"}, id="toolu_doc"), text_reply("ok"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Fences"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "doc.md").write_text(markdown)
         sid = await agent.new_session()
@@ -192,8 +193,8 @@ async def test_every_broken_call_ends_failed_and_the_model_is_told(
         tool_reply("read_file", {"path": "missing.py"}, id="toolu_missing"),
         tool_reply("terminal", {"command": "sleep 30", "timeout": 1}, id="toolu_timeout"),
         text_reply("Lots of errors."),
-        text_reply("Errors"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Errors"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "blocker").write_text("a file where a directory is expected\n")
         (agent.workspace / "missing_.py").write_text("")
@@ -235,8 +236,8 @@ async def test_parallel_reads_keep_call_order_and_a_write_between_them_forces_or
             ("toolu_after", "read_file", {"path": "a.txt"}),
         ),
         text_reply("Read both."),
-        text_reply("Parallel"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Parallel"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "a.txt").write_text("alpha\n")
         (agent.workspace / "b.txt").write_text("beta\n")
@@ -275,8 +276,8 @@ async def test_relative_paths_resolve_against_the_session_cwd_not_the_process_cw
         tool_reply("terminal", {"command": "pwd && ls src"}, id="toolu_pwd"),
         tool_reply("search_files", {"pattern": "app", "target": "files"}, id="toolu_find"),
         text_reply("ok"),
-        text_reply("Paths"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Paths"))
     async with running_agent(tmp_path, fake_anthropic, workspace=process_cwd, client=EditorClient()) as agent:
         sid = await agent.new_session(cwd=project)
         assert await agent.prompt(sid, "where am I") == "end_turn"

@@ -65,8 +65,8 @@ async def test_cancel_while_a_permission_request_is_pending(tmp_path: Path, fake
     fake_anthropic.script(
         tool_reply("write_file", {"path": "never.txt", "content": "x\n"}, id="toolu_held"),
         text_reply("Back again."),
-        text_reply("Cancel"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Cancel"))
     client = EditorClient(hold_permissions=True)
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await agent.new_session()
@@ -95,8 +95,8 @@ async def test_cancel_while_a_local_command_runs_kills_its_process_group(
     fake_anthropic.script(
         tool_reply("terminal", {"command": SLOW_COMMAND}, id="toolu_slow"),
         text_reply("Still here."),
-        text_reply("Cancel command"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Cancel command"))
     async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_once"))) as agent:
         sid = await agent.new_session()
         task = PromptTask(agent, sid)
@@ -122,8 +122,8 @@ async def test_cancel_while_an_editor_terminal_runs_kills_and_releases_it(
     fake_anthropic.script(
         tool_reply("terminal", {"command": SLOW_COMMAND}, id="toolu_slow"),
         text_reply("Ready."),
-        text_reply("Cancel terminal"),
     )
+    fake_anthropic.script_auxiliary(text_reply("Cancel terminal"))
     client = EditorClient(policy=choose("allow_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, terminal=True) as agent:
         sid = await agent.new_session()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,6 @@ from acp_hermes.core.attachments import INLINE_FILE_LIMIT
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes.testing.scripted_model import (
     MessageReply,
-    ModelRequest,
-    Reply,
     TextBlock,
     ThinkingBlock,
     ToolUseBlock,
@@ -44,15 +41,6 @@ from tests.support.fake_anthropic import FakeAnthropic, next_tool_id, slow_text_
 DEFAULT_MODEL = Settings().model
 CANCEL_DEADLINE = 0.5  # seconds from session/cancel to the cancelled response (the issue's bound)
 
-
-def turn_or_title(turn: Reply, title: str = "A title") -> Callable[[ModelRequest], Reply]:
-    """A script item for when a turn and the (non-streamed) title request race: each gets its own reply."""
-    return lambda request: turn if request.stream else text_reply(title)
-
-
-def turn_requests(fake: FakeAnthropic) -> list[dict[str, Any]]:
-    """Streamed requests only: the agent loop's model calls (titles are not streamed)."""
-    return [body for body in fake.requests if body.get("stream")]
 
 
 def text_of(content: list[dict[str, Any]]) -> str:
@@ -94,7 +82,8 @@ class Prompts:
 
 @pytest.mark.anyio
 async def test_every_content_block_type_reaches_the_model(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.script(text_reply("Seen it all."), text_reply("A title"))
+    fake_anthropic.script(text_reply("Seen it all."))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     files = tmp_path / "files"
     files.mkdir()
     small = files / "small.py"
@@ -120,7 +109,7 @@ async def test_every_content_block_type_reaches_the_model(tmp_path: Path, fake_a
         response = await agent.conn.prompt(session_id=sid, prompt=prompt)
         assert response.stop_reason == "end_turn"
 
-    user = turn_requests(fake_anthropic)[0]["messages"][0]
+    user = fake_anthropic.stream_requests[0]["messages"][0]
     assert user["role"] == "user"
     blocks = user["content"]
     assert len(blocks) >= len(prompt)
@@ -157,7 +146,8 @@ async def test_text_and_thinking_stream_with_one_message_id_per_model_message(
         ],
         stop_reason="tool_use",
     )
-    fake_anthropic.script(first, text_reply("The notes say hello.", chunks=4), text_reply("A title"))
+    fake_anthropic.script(first, text_reply("The notes say hello.", chunks=4))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "notes.txt").write_text("hello\n", encoding="utf-8")
         sid = await agent.new_session()
@@ -179,17 +169,17 @@ async def test_text_and_thinking_stream_with_one_message_id_per_model_message(
 async def test_stop_reasons_follow_the_model(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script(
         text_reply("All done."),
-        text_reply("A title"),
         text_reply("This answer is cut o", stop_reason="max_tokens"),
         text_reply("I can't help with that.", stop_reason="refusal"),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "finish") == "end_turn"
         await agent.wait_for_update(sid, "session_info_update")
         assert await agent.prompt(sid, "write a lot") == "max_tokens"
         assert await agent.prompt(sid, "something bad") == "refusal"
-    assert len(turn_requests(fake_anthropic)) == 3
+    assert len(fake_anthropic.stream_requests) == 3
 
 
 @pytest.mark.anyio
@@ -200,16 +190,17 @@ async def test_iteration_budget_ends_the_turn_with_max_turn_requests(
     fake_anthropic.script(
         tool_reply("read_file", {"path": "notes.txt"}),
         tool_reply("read_file", {"path": "notes.txt"}),
-        turn_or_title(tool_reply("read_file", {"path": "notes.txt"})),  # a third call would be over budget
-        turn_or_title(tool_reply("read_file", {"path": "notes.txt"})),
+        tool_reply("read_file", {"path": "notes.txt"}),  # a third call would be over budget: never asked for
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "notes.txt").write_text("loop forever\n", encoding="utf-8")
         sid = await agent.new_session()
         assert await agent.prompt(sid, "keep reading") == "max_turn_requests"
         finished = [u for u in agent.updates(sid, "tool_call_update") if u.get("status") == "completed"]
-    assert len(turn_requests(fake_anthropic)) == 2
+    assert len(fake_anthropic.stream_requests) == 2
     assert len(finished) == 2
+    assert fake_anthropic.unused_replies == 1
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -222,10 +213,10 @@ async def test_cancel_stops_the_stream_promptly_and_the_session_goes_on(
 ) -> None:
     fake_anthropic.script(
         text_reply("Hello there."),
-        text_reply("A title"),
         slow_text_reply(200, 0.05),  # ten seconds if nobody stops it
         text_reply("Back again."),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         await agent.conn.cancel(session_id=sid)  # idle: nothing to stop, nothing breaks
@@ -246,7 +237,7 @@ async def test_cancel_stops_the_stream_promptly_and_the_session_goes_on(
 
         assert await agent.prompt(sid, "are you still there?") == "end_turn"
         assert agent.agent_text(sid).endswith("Back again.")
-    last = turn_requests(fake_anthropic)[-1]["messages"]
+    last = fake_anthropic.stream_requests[-1]["messages"]
     assert "are you still there?" in text_of(last[-1]["content"])
 
 
@@ -254,9 +245,9 @@ async def test_cancel_stops_the_stream_promptly_and_the_session_goes_on(
 async def test_prompt_during_a_turn_is_queued_and_runs_next(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script(
         slow_text_reply(40, 0.05, text="First answer, slowly streamed to the editor."),
-        turn_or_title(text_reply("Second answer.")),
-        turn_or_title(text_reply("Second answer.")),
+        text_reply("Second answer."),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title"))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         async with anyio.create_task_group() as group:
@@ -268,7 +259,7 @@ async def test_prompt_during_a_turn_is_queued_and_runs_next(tmp_path: Path, fake
         assert prompts.finished == ["first", "second"]
         assert agent.agent_text(sid) == "First answer, slowly streamed to the editor.Second answer."
 
-    first_request, second_request = turn_requests(fake_anthropic)
+    first_request, second_request = fake_anthropic.stream_requests
     assert len(first_request["messages"]) == 1
     history = second_request["messages"]
     assert [m["role"] for m in history] == ["user", "assistant", "user"]
@@ -294,7 +285,7 @@ async def test_cancel_also_ends_queued_prompts_but_not_later_ones(
 
         assert await agent.prompt(sid, "after the cancel") == "end_turn"
         assert agent.agent_text(sid).endswith("Fresh start.")
-    requests = turn_requests(fake_anthropic)
+    requests = fake_anthropic.stream_requests
     assert len(requests) == 2  # the queued prompt never reached the model
     assert "and then this" not in text_of([b for m in requests[1]["messages"] for b in m["content"]])
 
@@ -331,10 +322,10 @@ async def test_usage_update_reports_context_and_cost_per_turn_and_session(
     fake_anthropic.script(
         MessageReply([ToolUseBlock(next_tool_id(), "read_file", {"path": "notes.txt"})], usage=exploring),
         text_reply("The notes are short.", usage=answering),
-        text_reply("A title", usage=naming),
         text_reply("Still short.", usage=second),
         text_reply("Local model answer.", usage=scripted_usage(10, 5, 0, 0)),
     )
+    fake_anthropic.script_auxiliary(text_reply("A title", usage=naming))
     async with running_agent(tmp_path, fake_anthropic) as agent:
         (agent.workspace / "notes.txt").write_text("short\n", encoding="utf-8")
         sid = await agent.new_session()
@@ -367,4 +358,4 @@ async def test_usage_update_reports_context_and_cost_per_turn_and_session(
     assert unpriced["used"] == 15
     assert unpriced["size"] == context_window("my-private-model", Settings())
     assert "cost" not in unpriced
-    assert turn_requests(fake_anthropic)[-1]["model"] == "my-private-model"
+    assert fake_anthropic.stream_requests[-1]["model"] == "my-private-model"

@@ -1,8 +1,12 @@
-"""Test conveniences around the scripted model server: a FIFO script, waits, builders, prompt-cache simulation.
+"""Test conveniences around the scripted model server: two FIFO scripts, waits, builders, prompt-cache simulation.
 
-Tests script the replies they expect the product to need; anything the product asks beyond the script
-fails loudly with a 500 "script exhausted". ``PrefixCache`` mimics the provider's prompt cache so a test
-(or a benchmark in bench/) can measure how much of each prompt the product's cache breakpoints save.
+Tests script the replies they expect the product to need, in two queues: ``script`` for the
+conversation (streamed requests) and ``script_auxiliary`` for the auxiliary model's side calls
+(titles, recall summaries: not streamed), so a test never has to guess where a title request
+falls among the turns. Anything the product asks beyond a script fails loudly with a 500
+"script exhausted" (which the product survives: a title falls back to the first user line).
+``PrefixCache`` mimics the provider's prompt cache so a test (or a benchmark in bench/) can
+measure how much of each prompt the product's cache breakpoints save.
 """
 
 from __future__ import annotations
@@ -111,6 +115,7 @@ class FakeAnthropic:
     def __init__(self, *, simulate_cache: bool = False) -> None:
         self.cache = PrefixCache() if simulate_cache else None
         self._script: deque[ScriptItem] = deque()
+        self._auxiliary: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self.server = ScriptedModelServer(self._respond)
 
@@ -140,22 +145,31 @@ class FakeAnthropic:
     # scripting
 
     def script(self, *replies: ScriptItem) -> None:
-        """Queue replies, one per request in arrival order; a callable gets the request and decides."""
+        """Queue replies to conversation (streamed) requests, in arrival order; a callable gets the
+        request and decides."""
         with self._lock:
             self._script.extend(replies)
 
+    def script_auxiliary(self, *replies: ScriptItem) -> None:
+        """Queue replies to auxiliary (non-streamed) requests: session titles, recall summaries."""
+        with self._lock:
+            self._auxiliary.extend(replies)
+
     @property
     def unused_replies(self) -> int:
+        """Replies still queued, in both scripts."""
         with self._lock:
-            return len(self._script)
+            return len(self._script) + len(self._auxiliary)
 
     def _respond(self, request: ModelRequest) -> Reply:
+        queue = self._script if request.stream else self._auxiliary
         with self._lock:
-            item = self._script.popleft() if self._script else None
+            item = queue.popleft() if queue else None
         if item is None:
+            kind = "conversation" if request.stream else "auxiliary"
             return HttpError(
                 500,
-                f"fake model: script exhausted (request {request.index} was not scripted)",
+                f"fake model: {kind} script exhausted (request {request.index} was not scripted)",
                 error_type="api_error",
                 headers={"x-should-retry": "false"},
             )
@@ -184,6 +198,11 @@ class FakeAnthropic:
         """Bodies of the streamed (conversation) requests only: auxiliary calls such as session
         titles are not streamed and may arrive at any time after a first exchange."""
         return [body for body in self.requests if isinstance(body, dict) and body.get("stream")]
+
+    @property
+    def auxiliary_requests(self) -> list[Any]:
+        """Bodies of the auxiliary (non-streamed) requests."""
+        return [body for body in self.requests if isinstance(body, dict) and not body.get("stream")]
 
     @property
     def last_request(self) -> Any:

@@ -174,7 +174,7 @@ async def test_usage_with_cache_tokens_is_reported(fake_anthropic: FakeAnthropic
 async def test_default_usage_is_the_deterministic_estimate(
     fake_anthropic: FakeAnthropic, client: AsyncAnthropic
 ) -> None:
-    fake_anthropic.script(text_reply("four"))
+    fake_anthropic.script_auxiliary(text_reply("four"))
     message = await client.messages.create(model=MODEL, max_tokens=100, messages=HELLO, system="Be brief.")
     assert message.usage.input_tokens == estimate_input_tokens(fake_anthropic.last_request) > 0
     assert message.usage.output_tokens > 0
@@ -187,9 +187,8 @@ async def test_default_usage_is_the_deterministic_estimate(
 async def test_stop_reasons_pass_through(
     fake_anthropic: FakeAnthropic, client: AsyncAnthropic, stop_reason: Any
 ) -> None:
-    fake_anthropic.script(
-        text_reply("partial", stop_reason=stop_reason), text_reply("partial", stop_reason=stop_reason)
-    )
+    fake_anthropic.script(text_reply("partial", stop_reason=stop_reason))
+    fake_anthropic.script_auxiliary(text_reply("partial", stop_reason=stop_reason))
     async with client.messages.stream(model=MODEL, max_tokens=100, messages=HELLO) as stream:
         streamed = await stream.get_final_message()
     whole = await client.messages.create(model=MODEL, max_tokens=100, messages=HELLO)
@@ -202,7 +201,7 @@ async def test_stop_reasons_pass_through(
 
 @pytest.mark.anyio
 async def test_non_streamed_request_gets_a_whole_message(fake_anthropic: FakeAnthropic, client: AsyncAnthropic) -> None:
-    fake_anthropic.script(
+    fake_anthropic.script_auxiliary(
         MessageReply([TextBlock("A short title", chunks=4)], usage=Usage(input_tokens=7, output_tokens=3))
     )
     message = await client.messages.create(model=MODEL, max_tokens=50, messages=HELLO)
@@ -247,7 +246,7 @@ async def test_error_statuses_raise_the_matching_sdk_exception(
 
 @pytest.mark.anyio
 async def test_rate_limit_exposes_retry_after(fake_anthropic: FakeAnthropic, client: AsyncAnthropic) -> None:
-    fake_anthropic.script(error_reply(429, retry_after=17))
+    fake_anthropic.script_auxiliary(error_reply(429, retry_after=17))
     with pytest.raises(anthropic.RateLimitError) as caught:
         await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
     assert caught.value.response.headers["retry-after"] == "17"
@@ -255,7 +254,7 @@ async def test_rate_limit_exposes_retry_after(fake_anthropic: FakeAnthropic, cli
 
 @pytest.mark.anyio
 async def test_sdk_retries_honour_retry_after_ms(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.script(
+    fake_anthropic.script_auxiliary(
         error_reply(529, retry_after_ms=5), error_reply(429, retry_after_ms=5), text_reply("third time")
     )
     async with AsyncAnthropic(base_url=fake_anthropic.base_url, api_key=FAKE_API_KEY, max_retries=2) as sdk:
@@ -267,7 +266,8 @@ async def test_sdk_retries_honour_retry_after_ms(fake_anthropic: FakeAnthropic) 
 
 @pytest.mark.anyio
 async def test_dropped_connection_is_a_connection_error(fake_anthropic: FakeAnthropic, client: AsyncAnthropic) -> None:
-    fake_anthropic.script(drop_connection(), text_reply("still here"))
+    fake_anthropic.script(drop_connection())
+    fake_anthropic.script_auxiliary(text_reply("still here"))
     with pytest.raises(anthropic.APIConnectionError):
         await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO, stream=True)
     message = await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
@@ -276,7 +276,7 @@ async def test_dropped_connection_is_a_connection_error(fake_anthropic: FakeAnth
 
 @pytest.mark.anyio
 async def test_sdk_retries_a_dropped_connection(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.script(drop_connection(), text_reply("recovered"))
+    fake_anthropic.script_auxiliary(drop_connection(), text_reply("recovered"))
     async with AsyncAnthropic(base_url=fake_anthropic.base_url, api_key=FAKE_API_KEY, max_retries=1) as sdk:
         message = await sdk.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
     assert message.content[0].text == "recovered"
@@ -344,7 +344,7 @@ async def test_tool_use_without_a_tool_result_is_rejected_like_the_api(
     with pytest.raises(anthropic.BadRequestError, match="toolu_9"):
         await client.messages.create(model=MODEL, max_tokens=10, messages=messages)
     messages[2] = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "a.py"}]}
-    fake_anthropic.script(text_reply("one file"))
+    fake_anthropic.script_auxiliary(text_reply("one file"))
     message = await client.messages.create(model=MODEL, max_tokens=10, messages=messages)
     assert message.content[0].text == "one file"
 
@@ -377,7 +377,8 @@ async def test_request_log_captures_the_request(fake_anthropic: FakeAnthropic, c
 async def test_closing_a_slow_stream_is_seen_as_a_disconnect(
     fake_anthropic: FakeAnthropic, client: AsyncAnthropic
 ) -> None:
-    fake_anthropic.script(slow_text_reply(200, delay=0.05), text_reply("next"))
+    fake_anthropic.script(slow_text_reply(200, delay=0.05))
+    fake_anthropic.script_auxiliary(text_reply("next"))
     stream = await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO, stream=True)
     assert isinstance(stream, AsyncStream)
     async for event in stream:
@@ -412,7 +413,8 @@ async def test_cancelling_the_consumer_task_closes_the_stream(
 
 @pytest.mark.anyio
 async def test_a_completed_stream_is_not_a_disconnect(fake_anthropic: FakeAnthropic, client: AsyncAnthropic) -> None:
-    fake_anthropic.script(slow_text_reply(3, delay=0.01), text_reply("after"))
+    fake_anthropic.script(slow_text_reply(3, delay=0.01))
+    fake_anthropic.script_auxiliary(text_reply("after"))
     await raw_events(client)
     await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
     assert fake_anthropic.disconnects == []
@@ -422,7 +424,8 @@ async def test_a_completed_stream_is_not_a_disconnect(fake_anthropic: FakeAnthro
 async def test_sequential_requests_reuse_one_keep_alive_connection(
     fake_anthropic: FakeAnthropic, client: AsyncAnthropic
 ) -> None:
-    fake_anthropic.script(text_reply("a", chunks=1), text_reply("bb", chunks=2), error_reply(400), text_reply("c"))
+    fake_anthropic.script(text_reply("a", chunks=1), text_reply("bb", chunks=2))
+    fake_anthropic.script_auxiliary(error_reply(400), text_reply("c"))
     await raw_events(client)
     await raw_events(client)
     with pytest.raises(anthropic.BadRequestError):
@@ -586,7 +589,8 @@ def test_top_level_cache_control_marks_the_last_block() -> None:
 async def test_simulated_cache_usage_reaches_the_sdk() -> None:
     turns = ["read a.py", "ok", "now b.py"]
     with FakeAnthropic(simulate_cache=True) as fake:
-        fake.script(text_reply("first"), text_reply("second"), text_reply("third", usage=Usage(1, 2)))
+        fake.script(text_reply("second"))
+        fake.script_auxiliary(text_reply("first"), text_reply("third", usage=Usage(1, 2)))
         async with AsyncAnthropic(base_url=fake.base_url, api_key=FAKE_API_KEY, max_retries=0) as sdk:
             params: Any = request_body(turns)
             await sdk.messages.create(**params)
@@ -616,3 +620,22 @@ def test_wire_event_order_includes_the_ping_after_the_first_block_start() -> Non
         "message_delta",
         "message_stop",
     ]
+
+
+@pytest.mark.anyio
+async def test_conversation_and_auxiliary_requests_take_from_their_own_scripts(
+    fake_anthropic: FakeAnthropic, client: AsyncAnthropic
+) -> None:
+    fake_anthropic.script(text_reply("turn one"), text_reply("turn two"))
+    fake_anthropic.script_auxiliary(text_reply("A title"))
+    assert fake_anthropic.unused_replies == 3
+    first = await raw_events(client)
+    title = await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)  # arrives between turns
+    second = await raw_events(client)
+    assert title.content[0].text == "A title"
+    deltas = [e.delta.text for events in (first, second) for e in events if e.type == "content_block_delta"]
+    assert deltas == ["turn one", "turn two"]
+    assert fake_anthropic.unused_replies == 0
+    assert len(fake_anthropic.stream_requests) == 2 and len(fake_anthropic.auxiliary_requests) == 1
+    with pytest.raises(anthropic.InternalServerError, match="auxiliary script exhausted"):
+        await client.messages.create(model=MODEL, max_tokens=10, messages=HELLO)
