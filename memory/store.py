@@ -23,6 +23,7 @@ from typing import Literal
 
 from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
 from memory.scan import first_threat, scan
+from memory.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +255,7 @@ class MemoryStore:
                 f"No entry in {name} contains {needle!r}. Current entries:\n{self.describe_entries(target, entries)}"
             )
         if len(matches) > 1:
-            previews = "\n".join(f"- {_preview(self._safe_entry(target, entries[i]))}" for i in matches)
+            previews = "\n".join(f"- {one_line(self._safe_entry(target, entries[i]), _PREVIEW_CHARS)}" for i in matches)
             raise MemoryUpdateError(
                 f"{needle!r} occurs in {len(matches)} entries of {name}; use a longer piece of text that "
                 f"occurs in only one of them:\n{previews}"
@@ -306,11 +307,6 @@ def _read(path: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return None
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
 
 
 def _indent(text: str) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import anyio
 
+from memory.text import one_line
 from tools.context import ToolContext, ToolScope
 from tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from tools.diffs import (
@@ -81,11 +82,6 @@ def language_for(path: Path) -> str:
 
 def _shown(raw: str, cwd: Path) -> str:
     return display_path(resolve_path(raw, cwd), cwd)
-
-
-def _short(text: str, limit: int = _TITLE_PATTERN_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -629,7 +625,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 def present_search(args: dict[str, Any], scope: ToolScope) -> Presentation:
     cwd = scope.cwd
-    pattern = _short(str(args.get("pattern", "")))
+    pattern = one_line(str(args.get("pattern", "")), _TITLE_PATTERN_CHARS)
     root = resolve_path(str(args.get("path") or "."), cwd)
     by_name = args.get("target", "content") == "files"
     title = f'Find files "{pattern}"' if by_name else f'Search "{pattern}"'

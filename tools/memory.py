@@ -22,6 +22,7 @@ from memory.store import (
     serialize_entries,
     usage_text,
 )
+from memory.text import one_line
 from tools.context import ToolContext, ToolScope
 from tools.contracts import DiffDisplay, FileChange, Location
 from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
@@ -92,12 +93,8 @@ def memory_title(action: object, target: object, content: object = None, old_tex
 
 
 def _titled(prefix: str, snippet: object) -> str:
-    text = " ".join(snippet.split()) if isinstance(snippet, str) else ""
-    if not text:
-        return prefix
-    if len(text) > _TITLE_CHARS:
-        text = text[: _TITLE_CHARS - 1] + "…"
-    return f"{prefix}: {text}"
+    text = one_line(snippet, _TITLE_CHARS) if isinstance(snippet, str) else ""
+    return f"{prefix}: {text}" if text else prefix
 
 
 def _present(args: dict[str, Any], scope: ToolScope) -> Presentation:

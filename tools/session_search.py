@@ -23,6 +23,7 @@ from memory.recall import (
     SummaryRequest,
     recall,
 )
+from memory.text import one_line
 from tools.context import ToolContext, ToolScope
 from tools.contracts import AuxiliaryModel
 from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
@@ -99,12 +100,8 @@ def auxiliary_summarizer(model: AuxiliaryModel) -> Summarizer:
 
 def search_title(query: object) -> str:
     """``Search past sessions: "<query>"`` or ``Recent sessions`` for an empty query."""
-    text = " ".join(query.split()) if isinstance(query, str) else ""
-    if not text:
-        return "Recent sessions"
-    if len(text) > _TITLE_QUERY_CHARS:
-        text = text[: _TITLE_QUERY_CHARS - 1] + "…"
-    return f'Search past sessions: "{text}"'
+    text = one_line(query, _TITLE_QUERY_CHARS) if isinstance(query, str) else ""
+    return f'Search past sessions: "{text}"' if text else "Recent sessions"
 
 
 def parse_roles(role_filter: object) -> tuple[str, ...]:

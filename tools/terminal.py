@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from memory.text import one_line
 from tools.context import StateKey, ToolContext, ToolScope
 from tools.contracts import CommandOutcome, CommandRequest, Display, TerminalDisplay, TextDisplay
 from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
@@ -79,10 +80,8 @@ def present_terminal(args: dict[str, Any], scope: ToolScope) -> Presentation:
 def command_summary(command: str) -> str:
     """A command as a one-line title: first line, whitespace collapsed, about 80 characters."""
     lines = command.strip().splitlines()
-    first = " ".join(lines[0].split()) if lines else ""
-    if len(first) > _TITLE_CHARS:
-        return first[: _TITLE_CHARS - 1].rstrip() + "…"
-    return f"{first} …" if len(lines) > 1 else first
+    first = one_line(lines[0], _TITLE_CHARS) if lines else ""
+    return f"{first} …" if len(lines) > 1 and not first.endswith("…") else first
 
 
 async def terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

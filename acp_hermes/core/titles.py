@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_hermes.core.events import TitleChanged
+from memory.text import one_line
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -33,9 +34,7 @@ def fallback_title(user_text: str) -> str:
 
 
 def clean_title(text: str) -> str:
-    title = " ".join(text.split()).strip().strip("\"'`").rstrip(".")
-    if len(title) > MAX_TITLE_CHARS:
-        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    title = one_line(" ".join(text.split()).strip("\"'`").rstrip("."), MAX_TITLE_CHARS)
     return title or "New session"
 
 

@@ -31,6 +31,7 @@ from acp_hermes.permissions.policy import (
     decide,
 )
 from memory.grants import GrantStore, ProjectGrants
+from memory.text import one_line
 from tools.context import ToolContext
 from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
@@ -101,7 +102,7 @@ class PermissionGate:
 
     async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
         display = (TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh"),)
-        title = ctx.title or (f"Run {command}" if len(command) <= 80 else f"Run {command[:79]}…")
+        title = ctx.title or f"Run {one_line(command, 80)}"
         await self._settle(ctx, CommandRequest(command), title, "execute", display)
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:

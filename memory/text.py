@@ -1,0 +1,9 @@
+"""Text helpers every layer shares (this is the bottom layer, so all of them can use it)."""
+
+from __future__ import annotations
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
