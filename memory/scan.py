@@ -7,11 +7,13 @@ characters that hide text from the human reading the same file.
 
 Scopes nest, from least to most suspicious of the text: ``all`` (patterns that are never
 legitimate in something we load), ``context`` (adds role hijacking, C2 and anti-forensics, used
-for context files a project ships) and ``strict`` (adds everything that is merely risky to
+for context files a project ships and for tool output) and ``strict`` (adds everything that is merely risky to
 *persist*, used for memory and skill content the agent writes itself).
 
-Matching happens on NFKC-normalised text (full-width letters and other compatibility forms
-fold to ASCII) with the invisible characters removed, case-insensitively. Every quantifier
+Matching happens on normalised text, case-insensitively: zero-width and bidi controls removed,
+Unicode tag characters read as the ASCII they hide, NFKC applied (full-width letters and other
+compatibility forms fold to ASCII) and Cyrillic, Greek and Armenian look-alike letters folded to
+the Latin ones they imitate. Every quantifier
 that can run over a long stretch of text is bounded and every pattern starts with a literal,
 so a scan is linear in the text it looks at.
 
@@ -344,10 +346,27 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
 )
 
-# Zero-width and bidi control characters: they hide or reorder text for the human reader.
-_INVISIBLE = "\u200b\u200c\u200d\u2060\u2062\u2063\u2064\ufeff\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_INVISIBLE_RE = re.compile(f"[{_INVISIBLE}]")
-_REMOVE_INVISIBLE = dict.fromkeys(map(ord, _INVISIBLE))
+# Characters that hide or reorder text for the human reader while the model still reads them:
+# zero-width characters, bidi controls, and the Unicode tag block (U+E0000-E007F), which spells
+# out ASCII invisibly.
+_INVISIBLE = (
+    "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u061c\u180e"
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+_TAGS = (0xE0000, 0xE007F)
+_INVISIBLE_RE = re.compile(f"[{_INVISIBLE}\\U{_TAGS[0]:08X}-\\U{_TAGS[1]:08X}]")
+# Normalising removes the zero-width and bidi controls and reads tag characters as the ASCII they
+# encode, so a payload spelt in tags is matched like visible text.
+_UNHIDE: dict[int, str | None] = {
+    **dict.fromkeys(map(ord, _INVISIBLE)),
+    **{tag: chr(tag - _TAGS[0]) if 0x20 <= tag - _TAGS[0] < 0x7F else None for tag in range(_TAGS[0], _TAGS[1] + 1)},
+}
+# Letters of other scripts that look like Latin ones (NFKC leaves them alone): Cyrillic, Greek
+# and Armenian look-alikes fold to the Latin letter a reader would see.
+_CONFUSABLES = str.maketrans(
+    "аАвВеЕзЗһҺіІјЈкКмМнНоОрРсСтТуУхХѕЅԁԛԝӏɑαΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖօսոհց",
+    "aAbBeE33hHiIjJkKmMhHoOpPcCtTyYxXsSdqwlaaABBeEnHiIkKuMvNoOpPtTuYxXzZounhg",
+)
 
 PATTERN_IDS: tuple[str, ...] = tuple(p.pattern_id for p in _PATTERNS)
 
@@ -396,7 +415,9 @@ def _windows(text: str) -> list[str]:
 
 
 def _normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", text.translate(_REMOVE_INVISIBLE))
+    if text.isascii():  # nothing to fold, nothing hidden: most text, and a C-speed check
+        return text
+    return unicodedata.normalize("NFKC", text.translate(_UNHIDE)).translate(_CONFUSABLES)
 
 
 def _excerpt(matched: str) -> str:
@@ -408,12 +429,20 @@ def _excerpt(matched: str) -> str:
 
 def _invisible_findings(text: str) -> Iterator[Finding]:
     first_seen: dict[str, int] = {}
+    tags = ""
     for match in _INVISIBLE_RE.finditer(text):
         char, index = match.group(0), match.start()
         if char == "\ufeff" and index == 0:  # a byte-order mark is how some editors start a file
             continue
+        if _TAGS[0] <= ord(char) <= _TAGS[1]:
+            tags += _UNHIDE.get(ord(char)) or ""
+            char = "\U000e0000"  # the tag block is one finding, however many of its characters
         first_seen.setdefault(char, index)
     for char in sorted(first_seen):
+        if char == "\U000e0000":
+            hidden = " ".join(tags.split())[:EXCERPT_CHARS]
+            yield Finding("invisible_unicode_tags", f"tag characters from character {first_seen[char]}: {hidden!r}")
+            continue
         code = f"U+{ord(char):04X}"
         name = unicodedata.name(char, "unnamed")
         yield Finding(f"invisible_unicode_{code}", f"{code} ({name}) at character {first_seen[char]}")

@@ -158,4 +158,5 @@ MEMORY_TOOL = Tool(
     access=Access.STATE,
     parallel_safe=False,
     present=_present,
+    trusted_output=True,
 )

@@ -183,4 +183,5 @@ TODO_TOOL = Tool(
     parallel_safe=False,
     present=present_todo,
     restore=restore_todos,
+    trusted_output=True,
 )
