@@ -8,13 +8,21 @@ does both.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+log = logging.getLogger(__name__)
+
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+STALE_TEMP_SECONDS = 3600.0  # a temp file this old is the leftover of a write that never finished
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
@@ -41,6 +49,46 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def private_directory(path: Path) -> Path:
+    """``path`` as a directory only its owner can enter (made if needed, tightened if looser)."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        os.chmod(path, PRIVATE_DIR_MODE)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path`` as a file only its owner can read: created empty if missing, tightened if looser."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+    try:
+        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+    finally:
+        os.close(fd)
+    return path
+
+
+def remove_stale_temp_files(directory: Path, *, older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Delete the temp files ``atomic_write_text`` left in ``directory`` when a write was killed.
+
+    Only files of its own naming (``.<name>.<random>.tmp``) older than ``older_than`` seconds go:
+    a younger one may belong to a write under way in another process.
+    """
+    removed = []
+    cutoff = time.time() - older_than
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(directory):
+            if not (entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_file()):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    if removed:
+        log.info("removed %d stale temporary file(s) in %s", len(removed), directory)
+    return removed
 
 
 def lock_path_for(path: Path) -> Path:

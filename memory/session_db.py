@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from memory import row_format
+from memory.fs import private_directory, private_file
 from memory.session_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -135,6 +136,24 @@ class SessionDBError(Exception):
 
 class SessionNotFound(SessionDBError, LookupError):
     """The session id does not exist (never created, or deleted)."""
+
+
+class SessionDBCorrupt(SessionDBError):
+    """The file is not a readable SQLite database (damaged, or something else entirely)."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(f"{path} is damaged: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+def is_corruption(error: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite says the file itself is bad, as opposed to busy, locked or misused."""
+    name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB"):
+        return True
+    message = str(error).lower()
+    return "malformed" in message or "not a database" in message
 
 
 class SessionExists(SessionDBError):
@@ -508,7 +527,10 @@ class SessionDB:
         full-text index segments its writes added are merged.
         """
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Whole conversations and file contents live here: the owner's eyes only. SQLite gives the
+        # -wal and -shm files the database file's permissions.
+        private_directory(self.path.parent)
+        private_file(self.path)
         self._support = search_support or detect_search_support()
         self._lock = threading.Lock()
         self._write_gate = threading.Lock()  # one write at a time in this process, merges included
@@ -522,6 +544,11 @@ class SessionDB:
             self._retrying(self._configure)
             self._retrying(self._migrate)
             self._search = self._retrying(self._prepare_search)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            if is_corruption(exc):
+                raise SessionDBCorrupt(self.path, str(exc)) from exc
+            raise
         except BaseException:
             self._conn.close()
             raise

@@ -15,6 +15,7 @@ from acp import RequestError
 
 from acp_hermes.config import ConfigError
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
+from memory.session_db import SessionDBCorrupt
 
 RESOURCE_NOT_FOUND = -32002
 INTERNAL_ERROR = -32603
@@ -49,6 +50,15 @@ def _config(error: ConfigError) -> RequestError:
     return RequestError(INTERNAL_ERROR, message, {"details": message})
 
 
+def _corrupt_db(error: SessionDBCorrupt) -> RequestError:
+    message = (
+        f"acp-hermes's session database {error.path} is damaged ({error.detail}). Run `acp-hermes doctor "
+        "--repair` in a terminal: it moves the file aside (kept) and starts a fresh one with every session "
+        "it can still read."
+    )
+    return RequestError(INTERNAL_ERROR, message, {"details": message, "path": str(error.path)})
+
+
 def _auth(error: AuthRequired) -> RequestError:
     return RequestError.auth_required({"details": str(error), "authMethods": error.auth_methods})
 
@@ -59,6 +69,7 @@ _TABLE: dict[type[Exception], Callable[[Any], RequestError]] = {
     InvalidInput: _invalid,
     ConfigError: _config,
     AuthRequired: _auth,
+    SessionDBCorrupt: _corrupt_db,
 }
 
 

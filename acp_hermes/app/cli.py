@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="command")
     commands.add_parser("serve", help="serve ACP over stdio (the default)")
     commands.add_parser("setup", help="interactively save an API key, base URL and model to the config file")
-    commands.add_parser("doctor", help="show the effective configuration, where files live and what is wrong")
+    doctor = commands.add_parser("doctor", help="show the effective configuration, where files live and what is wrong")
+    doctor.add_argument("--repair", action="store_true",
+                        help="move a damaged session database aside (kept) and start a fresh one from what it can read")
     demo = commands.add_parser("demo", help="run a prompt through the server the way an editor does")
     demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
@@ -58,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "doctor":
         from acp_hermes.app.doctor import run_doctor
 
-        return run_doctor()
+        return run_doctor(repair=args.repair)
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
@@ -111,11 +113,12 @@ def serve(log_level: str | None) -> int:
 
 
 def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
-    """Open state.db on a thread while the ACP SDK is imported.
+    """Open state.db on a thread while the ACP SDK is imported, and tidy up after killed writers.
 
     Opening may wait on the disk (creating the schema in a new HERMES_HOME, syncing the WAL);
     that wait overlaps the ~0.5 s of imports instead of delaying session/new. ``Runtime.db``
-    takes the result, or the error (and then tries again itself).
+    takes the result, or the error (and then tries again itself). Temp files an interrupted
+    atomic write left behind in our directories go too.
     """
     import threading
     from concurrent.futures import Future
@@ -129,6 +132,10 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
             opening.set_result(SessionDB(paths.state_db))
         except BaseException as exc:  # handed to whoever needs the database
             opening.set_exception(exc)
+        from memory.fs import remove_stale_temp_files
+
+        for directory in (paths.own, paths.memories):
+            remove_stale_temp_files(directory)
 
     threading.Thread(target=open_db, name="state.db open", daemon=True).start()
     return opening

@@ -33,7 +33,27 @@ def _grants(path: Path) -> list[str]:
     return lines or ["(none)"]
 
 
-def run_doctor() -> int:
+def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
+    """Check the SessionDB; with ``repair_it``, rebuild a damaged one from what can be read."""
+    from memory.repair import check_health, repair
+
+    health = check_health(path)
+    state = ("healthy" if health.detail == "ok" else health.detail) if health.ok else f"DAMAGED: {health.detail}"
+    print(f"  session database: {state} ({path})")
+    if health.ok:
+        if repair_it:
+            print("  nothing to repair")
+        return
+    if not repair_it:
+        problems.append(f"the session database {path} is damaged: run `acp-hermes doctor --repair`")
+        return
+    report = repair(path)
+    print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
+    print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s); "
+          f"{report.unreadable_rows:,} row(s) could not be read")
+
+
+def run_doctor(*, repair: bool = False) -> int:
     paths = paths_from_env()
     problems: list[str] = []
     print(f"acp-hermes {__version__} (Python {sys.version.split()[0]})\n")
@@ -74,6 +94,7 @@ def run_doctor() -> int:
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
+    _session_database(paths.state_db, repair, problems)
     rg = shutil.which("rg")
     print(f"  ripgrep: {rg or 'not found (search_files uses the built-in Python search)'}")
     from acp_hermes.core.system_prompt import find_context_files

@@ -6,11 +6,22 @@ import logging
 import logging.handlers
 import sys
 import warnings
+from io import TextIOWrapper
+from pathlib import Path
 
 from acp_hermes.config import Paths
+from memory.fs import private_directory, private_file
 
 LOG_FILE_NAME = "acp-hermes.log"
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log whose every file only its owner can read: logs quote prompts and file contents."""
+
+    def _open(self) -> TextIOWrapper:
+        private_file(Path(self.baseFilename))
+        return super()._open()
 
 
 def configure_logging(paths: Paths, level: str) -> None:
@@ -23,8 +34,9 @@ def configure_logging(paths: Paths, level: str) -> None:
     console.setFormatter(formatter)
     root.addHandler(console)
     try:
-        paths.logs.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
+        private_directory(paths.own)
+        private_directory(paths.logs)
+        handler = PrivateRotatingFileHandler(
             paths.logs / LOG_FILE_NAME, maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8"
         )
     except OSError as exc:
