@@ -142,14 +142,14 @@ class HermesAgent:
     @translated
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
                          **kwargs: Any) -> dict[str, Any]:
-        caps = client_capabilities.model_dump(by_alias=True) if client_capabilities is not None else {}
-        fs = caps.get("fs") or {}
+        caps = _plain(client_capabilities)
+        fs = _plain(caps.get("fs"))
         self._abilities = ClientAbilities(
             read_files=bool(fs.get("readTextFile")),
             write_files=bool(fs.get("writeTextFile")),
             terminals=bool(caps.get("terminal")),
         )
-        self._terminal_auth = bool((caps.get("auth") or {}).get("terminal"))
+        self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
         log.info("initialize from %s (protocol %s): %s", name, protocol_version, self._abilities)
         return {
@@ -202,9 +202,11 @@ class HermesAgent:
     @staticmethod
     def _workspace(cwd: str, additional: list[str] | None) -> tuple[Path, tuple[Path, ...]]:
         paths = []
-        for raw in (cwd, *(additional or [])):
+        fields = ["cwd", *(f"additionalDirectories[{n}]" for n in range(len(additional or [])))]
+        for field, raw in zip(fields, (cwd, *(additional or [])), strict=True):
+            _no_nul(raw, field)
             if not raw or not Path(raw).is_absolute():
-                raise InvalidInput(f"workspace paths must be absolute, got {raw!r}")
+                raise InvalidInput(f"{field}: workspace paths must be absolute, got {raw!r}")
             path = Path(raw).resolve()
             if not path.is_dir():
                 raise InvalidInput(f"workspace directory {raw!r} does not exist")
@@ -306,8 +308,10 @@ class HermesAgent:
 
     @translated
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> dict[str, Any]:
-        if cwd is not None and not Path(cwd).is_absolute():
-            raise InvalidInput(f"cwd must be absolute, got {cwd!r}")
+        if cwd is not None:
+            _no_nul(cwd, "cwd")
+            if not Path(cwd).is_absolute():
+                raise InvalidInput(f"cwd must be absolute, got {cwd!r}")
         try:
             records, next_cursor = self.runtime.db.list_sessions(
                 cwd=str(Path(cwd).resolve()) if cwd else None, cursor=cursor
@@ -354,7 +358,12 @@ class HermesAgent:
     @translated
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
         session = self._session(session_id)
-        parts = to_parts([block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt])
+        blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
+        for number, block in enumerate(blocks):
+            uri = block.get("uri") or (block.get("resource") or {}).get("uri")
+            if isinstance(uri, str):
+                _no_nul(uri, f"prompt[{number}].uri")
+        parts = to_parts(blocks)
         reply = await run_command(session, parts)
         if reply is None:
             return {"stopReason": await session.prompt(parts)}
@@ -380,6 +389,21 @@ class HermesAgent:
         for task in list(self._tasks):
             task.cancel()
         await self.runtime.aclose()
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """A model or a mapping as a plain dict ({} for anything else): the SDK salvages an invalid
+    capability object into a default dict rather than a model."""
+    if hasattr(value, "model_dump"):
+        dumped: dict[str, Any] = value.model_dump(by_alias=True)
+        return dumped
+    return value if isinstance(value, dict) else {}
+
+
+def _no_nul(value: str, field: str) -> None:
+    """Paths and URIs never hold a NUL byte; one that does is refused naming the field."""
+    if "\0" in value:
+        raise InvalidInput(f"{field}: contains a NUL byte")
 
 
 async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:

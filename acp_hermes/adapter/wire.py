@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import stat
 import sys
 import threading
@@ -28,6 +29,12 @@ EOF_GRACE_SECONDS = 5.0
 BATCH_BYTES = 256 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+# No ACP message nests deeper than a dozen levels; a parser or validator walking thousands of
+# levels recurses until it fails, so deeper input is refused before anything parses it.
+MAX_NESTING = 64
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 
 
 def claim_stdout() -> int:
@@ -93,6 +100,54 @@ def _error(code: int, message: str, data: Any = None, request_id: Any = None) ->
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def too_deep(line: bytes, limit: int = MAX_NESTING) -> bool:
+    """Whether the arrays and objects of a JSON text nest deeper than ``limit`` (brackets inside
+    strings do not count). Linear and mostly C-speed: a line with few brackets is answered from
+    two counts."""
+    if line.count(b"[") + line.count(b"{") <= limit:
+        return False
+    depth = 0
+    for bracket in _STRING.sub(b"", line).translate(None, _NOT_BRACKETS):
+        depth += 1 if bracket in b"[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def top_level_id(line: bytes) -> Any:
+    """The ``id`` of a JSON-RPC message read without parsing it (for one too deep to parse), or None."""
+    depth = 0
+    tokens = _TOKEN.finditer(line)
+    for token in tokens:
+        text = token.group(0)
+        if text in (b"[", b"{"):
+            depth += 1
+        elif text in (b"]", b"}"):
+            depth -= 1
+        elif depth == 1 and text == b'"id"' and next(tokens, None) is not None:  # the ':'
+            value = next(tokens, None)
+            try:
+                found = json.loads(value.group(0)) if value is not None else None
+            except ValueError:
+                return None
+            return found if isinstance(found, (str, int, float)) and not isinstance(found, bool) else None
+    return None
+
+
+def _keep_meta_out_of_arguments(message: dict[str, Any]) -> None:
+    """Drop ``params._meta`` keys that could bind a handler's parameters.
+
+    The SDK merges ``_meta`` into the keyword arguments of the handler *after* validating the
+    params, so ``{"cwd": "/safe", "_meta": {"cwd": "/etc"}}`` would run with ``/etc``. Keys that
+    can name a parameter are identifiers; namespaced keys (``zed.dev/x``, ``terminal-auth``) stay.
+    """
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and any(isinstance(key, str) and key.isidentifier() for key in meta):
+        params["_meta"] = {key: value for key, value in meta.items() if not key.isidentifier()}  # type: ignore[index]
+        log.debug("dropped _meta keys that could override the params of %s", message.get("method"))
 
 
 class StdioTransport:
@@ -181,9 +236,15 @@ class StdioTransport:
 
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
         """The message, or None after answering (or logging) why it cannot be served."""
+        if too_deep(line):
+            log.warning("JSON-RPC message nested deeper than %d levels refused", MAX_NESTING)
+            await self.send(_error(INVALID_REQUEST, "Invalid Request",
+                                   {"details": f"the message is nested deeper than {MAX_NESTING} levels"},
+                                   top_level_id(line)))
+            return None
         try:
             message = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             log.warning("malformed JSON on stdin (%s): %.200r", exc, line)
             await self.send(_error(PARSE_ERROR, "Parse error", {"details": str(exc)}))
             return None
@@ -204,6 +265,8 @@ class StdioTransport:
                 await self.send(_error(INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"},
                                        message.get("id")))
             return None
+        if method is not None:
+            _keep_meta_out_of_arguments(message)
         return message
 
     async def close(self) -> None:
