@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AUTH_METHOD_KEY = "anthropic-api-key"
+SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
 AUTH_METHOD_SETUP = "acp-hermes-setup"
 
 
@@ -267,10 +268,10 @@ class HermesAgent:
         # One read serves both the history and the replay (5,000 messages take ~0.1 s to read),
         # and it runs off the event loop so other sessions keep streaming meanwhile.
         rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
-        session = self.manager.restore(session_id, root, extra, rows)
+        session, stored = self.manager.restore(session_id, root, extra, rows)
         from acp_hermes.adapter.replay import replay_updates
 
-        await self.link.updates(session.id, replay_updates(rows))
+        await self.link.updates(session.id, replay_updates(stored))
         if session.title:
             await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
         self._after_open(session)
@@ -281,7 +282,7 @@ class HermesAgent:
                              mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        session = self.manager.restore(session_id, root, extra)
+        session, _ = self.manager.restore(session_id, root, extra)
         self._after_open(session)
         return self._choices_state(session.choices)
 
@@ -385,9 +386,24 @@ class HermesAgent:
 
         self.spawn(name_session(session))
 
+    def client_gone(self) -> None:
+        """The editor closed stdin: nobody is left to watch the running turns, so stop them now."""
+        if self._manager is not None:
+            for session in self._manager.live():
+                session.close()
+
     async def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        """Stop every turn and background task, let each store what it has, then close the stores."""
+        sessions = self._manager.live() if self._manager is not None else []
+        for session in sessions:
+            session.close()
+        with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS):
+            for session in sessions:
+                await session.wait_until_idle()
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # a cancelled task finishes its DB write first
         await self.runtime.aclose()
 
 
@@ -413,8 +429,9 @@ async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:
     from acp_hermes.adapter.wire import StdioTransport, open_streams
 
     reader, writer = await open_streams(protocol_fd, limit)
-    connection = AgentSideConnection(agent, StdioTransport(reader, writer), listening=False,  # type: ignore[arg-type]
-                                     use_unstable_protocol=True)
+    transport = StdioTransport(reader, writer)
+    transport.on_eof = agent.client_gone
+    connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)  # type: ignore[arg-type]
     try:
         await connection.listen()
     finally:

@@ -18,7 +18,7 @@ import re
 import stat
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic_core import to_json
@@ -163,6 +163,7 @@ class StdioTransport:
         self._unanswered: set[Any] = set()
         self._all_answered = asyncio.Event()
         self._all_answered.set()
+        self.on_eof: Callable[[], None] | None = None  # the client went away: stop what runs for it
 
     async def send(self, message: dict[str, Any]) -> None:
         # Compact UTF-8 JSON, as json.dumps(separators=(",", ":"), ensure_ascii=False) writes it, at
@@ -201,6 +202,8 @@ class StdioTransport:
         while True:
             line = await self._read_line()
             if line is None:
+                if self.on_eof is not None:
+                    self.on_eof()
                 await self._finish_in_flight()
                 return None
             line = line.strip()

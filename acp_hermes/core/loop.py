@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted
+from acp_hermes.core.history import repaired
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.model.types import (
@@ -151,7 +152,7 @@ class AgentLoop:
         request = ModelRequest(
             model=settings.model,
             system=self._system_prompt,
-            messages=list(self._transcript.messages),
+            messages=repaired(self._transcript.messages),
             tools=self._registry.definitions(),
             max_tokens=settings.max_tokens,
             thinking_budget=settings.thinking_budget,
@@ -173,19 +174,15 @@ class AgentLoop:
                 elif isinstance(event, Completed):
                     completed = event
         except ModelError as error:
-            await self._save_partial(message_id, text, thinking, "error")
-            await self._fail_open_calls("The model call failed before this call could run.")
-            await self._sink.emit(AgentText(str(uuid.uuid4()), f"\n\n⚠️ {error}\n"))
+            await self._end_early(message_id, text, thinking, str(error))
             return None
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._save_partial(message_id, text, thinking, "cancelled")
                 await self._fail_open_calls(CANCELLED_RESULT)
             raise
-        if completed is None:  # the stream ended without message_stop
-            await self._save_partial(message_id, text, thinking, "error")
-            await self._fail_open_calls("The model stream ended early.")
-            await self._sink.emit(AgentText(str(uuid.uuid4()), "\n\n⚠️ The model stream ended unexpectedly.\n"))
+        if completed is None or not self._announced_every_call(completed):  # a provider broke its contract
+            await self._end_early(message_id, text, thinking, "The model stream ended unexpectedly.")
             return None
         result.usage = result.usage + completed.usage
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
@@ -206,6 +203,16 @@ class AgentLoop:
         await self._sink.emit(
             ToolCallStarted(call.id, call.name, presentation.title, kind, raw_input, presentation.locations)
         )
+
+    def _announced_every_call(self, completed: Completed) -> bool:
+        return all(b.get("id") in self._open for b in completed.content if b.get("type") == "tool_use")
+
+    async def _end_early(self, message_id: str, text: list[str], thinking: list[str], problem: str) -> None:
+        """A model message that could not be completed: keep what was shown (marked incomplete), close
+        the calls it announced, and tell the user why the turn stops here."""
+        await self._save_partial(message_id, text, thinking, "incomplete")
+        await self._fail_open_calls("The model's message broke off before this call could run.")
+        await self._sink.emit(AgentText(str(uuid.uuid4()), f"\n\n⚠️ {problem}\n"))
 
     async def _save_partial(self, message_id: str, text: list[str], thinking: list[str], reason: str) -> None:
         """Keep what the user already saw of an unfinished message (without its tool calls)."""

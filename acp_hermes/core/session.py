@@ -210,6 +210,12 @@ class Session:
     async def emit(self, event: Event) -> None:
         await self._sink.emit(event)
 
+    async def wait_until_idle(self) -> None:
+        """Return once no turn runs (a cancelled one has finished storing what it had)."""
+        if self._turn_lock is not None:
+            async with self._turn_lock:
+                pass
+
     def cancel(self) -> None:
         """Stop the running turn and every prompt queued before now; idle → nothing happens."""
         self._cancel_epoch += 1

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.core.errors import SessionNotFoundError
 from acp_hermes.core.events import EventSink
+from acp_hermes.core.history import unanswered_calls
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
 from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
@@ -40,6 +41,9 @@ class SessionManager:
         self._wiring = wiring
         self._live: dict[str, Session] = {}
 
+    def live(self) -> list[Session]:
+        return list(self._live.values())
+
     def get(self, session_id: str) -> Session:
         session = self._live.get(session_id)
         if session is None:
@@ -48,7 +52,8 @@ class SessionManager:
 
     def _build(
         self, record: SessionRecord, rows: Sequence[MessageRecord], cwd: Path, extra: tuple[Path, ...]
-    ) -> Session:
+    ) -> tuple[Session, Sequence[MessageRecord]]:
+        """The live session for a stored one, and its rows as the session now has them."""
         settings = self.runtime.settings
         config = record.model_config or {}
         choices = SessionChoices(
@@ -56,13 +61,18 @@ class SessionManager:
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
         )
+        transcript = Transcript(record.id, self.runtime.db, history_from_rows(rows))
+        left_open = unanswered_calls(transcript.messages[-1:])
+        if left_open:  # the process that ran them was killed, or the editor quit mid-turn
+            transcript.close_interrupted(left_open)
+            rows = self.runtime.db.messages(record.id)
         session = Session(
             session_id=record.id,
             cwd=cwd,
             additional_directories=extra,
             choices=choices,
             system_prompt=record.system_prompt or "",
-            transcript=Transcript(record.id, self.runtime.db, history_from_rows(rows)),
+            transcript=transcript,
             runtime=self.runtime,
             editor=self._wiring.editor_for(record.id),
             sink=self._wiring.sink_for(record.id),
@@ -77,7 +87,7 @@ class SessionManager:
         ]
         session.last_context_tokens = _estimated_context(session.system_prompt, rows)
         self._live[record.id] = session
-        return session
+        return session, rows
 
     def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...]) -> str:
         settings = self.runtime.settings
@@ -113,16 +123,16 @@ class SessionManager:
             system_prompt=self.system_prompt(session_id, cwd, extra),
             additional_directories=[str(p) for p in extra],
         )
-        return self._build(record, (), cwd, extra)
+        return self._build(record, (), cwd, extra)[0]
 
     def restore(
         self, session_id: str, cwd: Path, extra: tuple[Path, ...], rows: Sequence[MessageRecord] | None = None
-    ) -> Session:
+    ) -> tuple[Session, Sequence[MessageRecord]]:
         """The live session, or one rebuilt from the SessionDB (from ``rows`` when the caller has
-        already read its messages); unknown ids raise."""
+        already read its messages), with its stored messages; unknown ids raise."""
         live = self._live.get(session_id)
         if live is not None:
-            return live
+            return live, rows or ()
         record = self.runtime.db.get_session(session_id)
         if record is None:
             raise SessionNotFoundError(session_id)
@@ -148,7 +158,7 @@ class SessionManager:
         record = self.runtime.db.fork_session(
             source_id, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title
         )
-        return self._build(record, self.runtime.db.messages(new_id), cwd, extra)
+        return self._build(record, self.runtime.db.messages(new_id), cwd, extra)[0]
 
     def close(self, session_id: str) -> None:
         session = self._live.pop(session_id, None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_hermes.core.history import INTERRUPTED
 from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
 from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
@@ -117,16 +118,44 @@ class Transcript:
             token_count=output_tokens,
         )
 
-    async def add_tool_results(self, outcomes: Sequence[ToolOutcome]) -> None:
-        """Store finished calls (in call order) and add their results to the history."""
-        if not outcomes:
-            return
+    def close_interrupted(self, calls: Sequence[dict[str, Any]]) -> None:
+        """Give tool calls a process left without results an "interrupted" result, stored now
+        (blocking: a restored session does it before anything else touches it)."""
+        outcomes = [
+            ToolOutcome(
+                call_id=str(call.get("id")),
+                name=str(call.get("name") or "tool"),
+                title=str(call.get("name") or "tool"),
+                kind="other",
+                raw_input=call.get("input"),
+                text=INTERRUPTED,
+                ok=False,
+                display=(TextDisplay(INTERRUPTED),),
+                locations=(),
+            )
+            for call in calls
+        ]
+        self._add_results(outcomes)
+        for outcome in outcomes:
+            self._db.append_message(
+                self.session_id, "tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
+                payload=outcome.result_block(), display=outcome.display_record(),
+            )
+
+    def _add_results(self, outcomes: Sequence[ToolOutcome]) -> list[dict[str, Any]]:
         blocks = [outcome.result_block() for outcome in outcomes]
         last = self.messages[-1] if self.messages else None
         if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
             last["content"] = [*last["content"], *blocks]
         else:
             self.messages.append({"role": "user", "content": blocks})
+        return blocks
+
+    async def add_tool_results(self, outcomes: Sequence[ToolOutcome]) -> None:
+        """Store finished calls (in call order) and add their results to the history."""
+        if not outcomes:
+            return
+        blocks = self._add_results(outcomes)
         for outcome, block in zip(outcomes, blocks, strict=True):
             await self._append_row(
                 "tool",

@@ -130,10 +130,22 @@ def _retry_after(headers: Any) -> float | None:
     return None
 
 
+class IncompleteStream(Exception):
+    """The stream ended without ``message_stop``: what came was only part of a message."""
+
+
+class NotAStream(Exception):
+    """A 200 answer that is not the API's event stream (a proxy's or captive portal's page)."""
+
+
 def describe_failure(error: BaseException) -> str:
     """A sentence the user can act on."""
     import anthropic
 
+    if isinstance(error, (IncompleteStream, NotAStream)):
+        return str(error)
+    if type(error).__module__.startswith(("httpx", "httpcore")):  # the connection broke mid-response
+        return f"The connection to the model API broke off: {type(error).__name__}: {error}"
     if isinstance(error, anthropic.AuthenticationError):
         return (
             "The model API rejected the API key (401). Check ANTHROPIC_API_KEY or run "
@@ -177,6 +189,10 @@ async def _back_off_or_raise(error: Exception, attempt: int, settings: Settings)
 def _is_retryable(error: BaseException) -> bool:
     import anthropic
 
+    if isinstance(error, IncompleteStream):  # cut off before anything was shown: like a dropped connection
+        return True
+    if isinstance(error, NotAStream):
+        return False
     response = getattr(error, "response", None)
     verdict = response.headers.get("x-should-retry") if response is not None else None
     if verdict in ("true", "false"):  # the server's explicit word wins over the status
@@ -195,6 +211,8 @@ class _Accumulator:
     json_parts: dict[int, list[str]] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = "end_turn"
+    started: bool = False  # message_start seen: this is the API's stream
+    stopped: bool = False  # message_stop seen: the message is whole
 
     def content(self) -> list[dict[str, Any]]:
         return [self.blocks[i] for i in sorted(self.blocks)]
@@ -259,11 +277,22 @@ class AnthropicProvider:
         finally:
             with anyio.CancelScope(shield=True):
                 await stream.close()
+        if not acc.started:
+            kind = stream.response.headers.get("content-type", "no content type")
+            raise NotAStream(
+                f"The model endpoint answered with something that is not a Messages stream ({kind}). "
+                "Check ANTHROPIC_BASE_URL and any proxy between you and the API."
+            )
+        if not acc.stopped:
+            raise IncompleteStream("The model stream ended before the message was complete.")
         yield Completed(acc.content(), acc.stop_reason, acc.usage)
 
     def _absorb(self, acc: _Accumulator, event: Any) -> list[StreamEvent]:
         kind = event.type
-        if kind == "message_start":
+        if kind == "message_stop":
+            acc.stopped = True
+        elif kind == "message_start":
+            acc.started = True
             usage = event.message.usage
             acc.usage = Usage(
                 input_tokens=usage.input_tokens or 0,

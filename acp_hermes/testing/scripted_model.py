@@ -155,11 +155,21 @@ class StreamFailure:
 
 
 @dataclass(frozen=True)
+class StreamCut:
+    """The stream stops after ``after_events`` events with no ``message_stop``: the response simply
+    ends (``drop=False``) or the connection is dropped mid-response (``drop=True``)."""
+
+    after_events: int
+    drop: bool = False
+
+
+@dataclass(frozen=True)
 class MessageReply:
     """A model answer; streamed or returned whole depending on the request's ``stream`` flag.
 
     ``usage=None`` estimates it from the request and the content. ``event_delay`` (seconds between SSE
-    events) makes a slow stream for cancel tests; ``failure`` injects a mid-stream error event.
+    events) makes a slow stream for cancel tests; ``failure`` injects a mid-stream error event and
+    ``cut`` ends the stream early.
     """
 
     content: Sequence[ContentBlock]
@@ -170,6 +180,7 @@ class MessageReply:
     event_delay: float = 0.0
     ping: bool = True
     failure: StreamFailure | None = None
+    cut: StreamCut | None = None
 
     def resolved_stop_reason(self) -> StopReason:
         if self.stop_reason is not None:
@@ -211,7 +222,15 @@ class DropConnection:
     """Close the connection without answering: the client sees a connection error."""
 
 
-Reply = MessageReply | HttpError | DropConnection
+@dataclass(frozen=True)
+class RawBody:
+    """A 200 response that is not the API's: a proxy's HTML page, say."""
+
+    body: bytes = b"<html><body><h1>Welcome to the captive portal</h1></body></html>"
+    content_type: str = "text/html; charset=utf-8"
+
+
+Reply = MessageReply | HttpError | DropConnection | RawBody
 
 
 @dataclass(frozen=True)
@@ -539,7 +558,7 @@ class ScriptedModelServer:
         except Exception as exc:
             logger.exception("scripted model: responder failed on request %d", request.index)
             return HttpError(500, f"fake model: responder failed: {exc!r}", headers={"x-should-retry": "false"})
-        if not isinstance(reply, (MessageReply, HttpError, DropConnection)):
+        if not isinstance(reply, (MessageReply, HttpError, DropConnection, RawBody)):
             return HttpError(500, f"fake model: responder returned {reply!r}", headers={"x-should-retry": "false"})
         return reply
 
@@ -602,6 +621,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif isinstance(reply, HttpError):
             self._send_json(reply.status, reply.body(request_id), request_id, reply.all_headers())
+        elif isinstance(reply, RawBody):
+            self.send_response(200)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self._write(reply.body)
         else:
             self._send_message(reply, request, request_id)
 
@@ -630,7 +655,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", request_id)
         self.end_headers()
         events = stream_events(reply, message_id=message_id, model=model, usage=usage)
-        if self._stream(events, reply.event_delay):
+        if reply.cut is not None:
+            events = events[: reply.cut.after_events]
+        if self._stream(events, reply.event_delay) and not (reply.cut is not None and reply.cut.drop):
             self._write(b"0\r\n\r\n")
         else:
             self.close_connection = True
