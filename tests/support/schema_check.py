@@ -34,54 +34,64 @@ ENVELOPE_KEYS = {"jsonrpc", "id", "method", "params", "result", "error"}
 MAX_MESSAGE_CHARS = 300
 
 
-# Where a checkout without ../shared gets the same file: the official TypeScript SDK's npm package
-# ships it as package/schema/v1/schema.json (identical to the shared copy, checked by hash).
-SDK_TARBALL_URL = "https://registry.npmjs.org/@agentclientprotocol/sdk/-/sdk-2.4.0.tgz"
-SDK_TARBALL_SHA256 = "87acc66d5824f88d8913702f85cf74c997526bbffb06fce15a9f0d637566ca8d"
-SDK_SCHEMA_MEMBER = "package/schema/v1/schema.json"
-CACHED_SCHEMA = Path.home() / ".cache" / "acp-hermes" / "acp-schema-v1-sdk-2.4.0.json"
+# Offline, without ../shared: the same definitions built from the official ACP Python SDK's own
+# models (generated from schema v1.19, which covers every message acp-hermes sends), annotated
+# with the method each one belongs to as the official file does.
+_SDK_AGENT_RESPONSES = {
+    "initialize": "InitializeResponse", "authenticate": "AuthenticateResponse",
+    "session/new": "NewSessionResponse", "session/load": "LoadSessionResponse",
+    "session/list": "ListSessionsResponse", "session/resume": "ResumeSessionResponse",
+    "session/close": "CloseSessionResponse", "session/delete": "DeleteSessionResponse",
+    "session/set_mode": "SetSessionModeResponse", "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/prompt": "PromptResponse",
+}
+_SDK_CLIENT_CALLS = {
+    "session/update": "SessionNotification", "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest", "fs/write_text_file": "WriteTextFileRequest",
+    "terminal/create": "CreateTerminalRequest", "terminal/output": "TerminalOutputRequest",
+    "terminal/wait_for_exit": "WaitForTerminalExitRequest", "terminal/kill": "KillTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest",
+}
 
 
-def default_schema_path() -> Path:
-    """ACP_SCHEMA_PATH, else the shared reference copy, else the official npm package (fetched once)."""
+def sdk_schema_document() -> dict[str, Any]:
+    """A schema document like the official one, built offline from the ACP SDK's pydantic models."""
+    import acp.schema
+    from pydantic import TypeAdapter
+
+    defs: dict[str, Any] = {}
+    annotated = [(name, method, "agent") for method, name in _SDK_AGENT_RESPONSES.items()]
+    annotated += [(name, method, "client") for method, name in _SDK_CLIENT_CALLS.items()]
+    for name, method, side in [*annotated, ("Error", None, None)]:
+        model = acp.schema.Error if name == "Error" else getattr(acp.schema, name)
+        schema = TypeAdapter(model).json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        if method is not None:
+            schema.update({"x-method": method, "x-side": side})
+        defs[name] = schema
+    return {"$defs": defs}
+
+
+def default_schema() -> AcpSchema:
+    """ACP_SCHEMA_PATH, else the shared official copy, else one built offline from the SDK's models."""
     override = os.environ.get(SCHEMA_ENV)
     if override:
-        return Path(override)
+        return load_schema(override)
     if DEFAULT_SCHEMA_PATH.exists():
-        return DEFAULT_SCHEMA_PATH
-    if not CACHED_SCHEMA.exists():
-        _fetch_schema(CACHED_SCHEMA)
-    return CACHED_SCHEMA
+        return load_schema(str(DEFAULT_SCHEMA_PATH.resolve()))
+    return _sdk_schema()
 
 
-def _fetch_schema(target: Path) -> None:
-    import hashlib
-    import io
-    import tarfile
-    import urllib.request
-
-    with urllib.request.urlopen(SDK_TARBALL_URL, timeout=60) as response:
-        data = response.read()
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != SDK_TARBALL_SHA256:
-        raise RuntimeError(f"{SDK_TARBALL_URL} has sha256 {digest}, expected {SDK_TARBALL_SHA256}")
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
-        member = archive.extractfile(SDK_SCHEMA_MEMBER)
-        if member is None:
-            raise RuntimeError(f"{SDK_SCHEMA_MEMBER} missing from {SDK_TARBALL_URL}")
-        schema = member.read()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".partial")
-    partial.write_bytes(schema)
-    partial.replace(target)
+@functools.cache
+def _sdk_schema() -> AcpSchema:
+    return AcpSchema(sdk_schema_document())
 
 
 class AcpSchema:
-    """The loaded schema: which definition applies to which method, and one cached validator per definition."""
+    """A schema document: which definition applies to which method, and one cached validator per definition."""
 
-    def __init__(self, path: Path) -> None:
-        with path.open(encoding="utf-8") as handle:
-            self._defs: dict[str, Any] = json.load(handle)["$defs"]
+    def __init__(self, document: dict[str, Any]) -> None:
+        self._defs: dict[str, Any] = document["$defs"]
         self._index: dict[tuple[str, str], tuple[str, str]] = {}
         self._validators: dict[str, Draft202012Validator] = {}
         for name, definition in self._defs.items():
@@ -109,7 +119,8 @@ class AcpSchema:
 
 @functools.cache
 def load_schema(path: str) -> AcpSchema:
-    return AcpSchema(Path(path))
+    with Path(path).open(encoding="utf-8") as handle:
+        return AcpSchema(json.load(handle))
 
 
 def explain(error: ValidationError, depth: int = 0) -> list[str]:
@@ -137,8 +148,7 @@ class WireValidator:
     """Collects schema problems in everything the agent sends over one client connection."""
 
     def __init__(self, schema_path: str | os.PathLike[str] | None = None) -> None:
-        path = Path(schema_path) if schema_path is not None else default_schema_path()
-        self.schema = load_schema(str(path.resolve()))
+        self.schema = load_schema(str(Path(schema_path).resolve())) if schema_path is not None else default_schema()
         self.errors: list[str] = []
         self.messages: list[dict[str, Any]] = []
         self._client_requests: dict[Any, str] = {}

@@ -16,7 +16,7 @@ from acp_hermes.core.events import (
     ToolCallStarted,
     UsageReported,
 )
-from tests.support.schema_check import default_schema_path, load_schema
+from tests.support.schema_check import default_schema
 from tools.contracts import (
     DiffDisplay,
     Location,
@@ -112,6 +112,6 @@ EVERY_EVENT: list[Event] = [
 
 @pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: type(e).__name__)
 def test_every_payload_is_valid_against_the_acp_schema(event: Event) -> None:
-    schema = load_schema(str(default_schema_path().resolve()))
+    schema = default_schema()
     notification: dict[str, Any] = {"sessionId": "session-1", "update": render_update(event)}
     assert schema.problems("SessionNotification", notification) == []

@@ -23,7 +23,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from tests.support.schema_check import SCHEMA_ENV, WireValidator, default_schema_path
+from tests.support.schema_check import SCHEMA_ENV, WireValidator, default_schema, sdk_schema_document
 
 SESSION = "sess-1"
 
@@ -307,16 +307,16 @@ def test_response_seen_before_its_request_is_checked_once_the_request_shows_up()
 
 
 def test_schema_path_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    official = default_schema_path()
-    schema = json.loads(official.read_text(encoding="utf-8"))
+    schema = sdk_schema_document()
     schema["$defs"]["PromptResponse"]["required"] = ["stopReason", "usage"]
     stricter = tmp_path / "schema.json"
     stricter.write_text(json.dumps(schema), encoding="utf-8")
+    default = default_schema()
     monkeypatch.setenv(SCHEMA_ENV, str(stricter))
     validator = WireValidator()
     answer(validator, "session/prompt", {"stopReason": "end_turn"})
     assert any("'usage' is a required property" in error for error in validator.errors)
-    assert WireValidator(official).schema is not validator.schema
+    assert default is not validator.schema
 
 
 # ----------------------------------------------------------------------------------------------------
