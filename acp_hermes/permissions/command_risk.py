@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from acp_hermes.permissions.path_risk import PROFILE_NAMES
+from acp_hermes.permissions.path_risk import PROFILE_NAMES, sensitive_path_reason
 from acp_hermes.permissions.shell_parse import (
     READERS,
     Command,
@@ -50,10 +50,16 @@ _MAX_DEPTH = 10  # nested ``bash -c``/``eval`` payloads and runners
 
 @dataclass(frozen=True, slots=True)
 class CommandRisk:
-    """The verdict on a command line; ``reasons`` are short phrases shown to the user."""
+    """The verdict on a command line; ``reasons`` are short phrases shown to the user.
+
+    ``network`` says the line probably needs the network (a sandbox without it would make it
+    fail) and ``outside_writes`` names the paths outside the workspace it writes.
+    """
 
     level: RiskLevel
     reasons: tuple[str, ...] = ()
+    network: bool = False
+    outside_writes: tuple[str, ...] = ()
 
 
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
@@ -158,6 +164,8 @@ def _outside_project(text: str, env: _Env) -> bool:
 class _Findings:
     def __init__(self) -> None:
         self._found: list[tuple[RiskLevel, str]] = []
+        self.network = False
+        self.outside_writes: list[str] = []
 
     def add(self, level: RiskLevel, reason: str) -> None:
         if (level, reason) not in self._found:
@@ -170,10 +178,12 @@ class _Findings:
         self.add("catastrophic", reason)
 
     def risk(self) -> CommandRisk:
+        outside = tuple(dict.fromkeys(self.outside_writes))
         if not self._found:
-            return CommandRisk("normal")
+            return CommandRisk("normal", network=self.network, outside_writes=outside)
         ordered = sorted(self._found, key=lambda found: -_RANK[found[0]])
-        return CommandRisk(ordered[0][0], tuple(dict.fromkeys(reason for _, reason in ordered)))
+        reasons = tuple(dict.fromkeys(reason for _, reason in ordered))
+        return CommandRisk(ordered[0][0], reasons, self.network, outside)
 
 
 @dataclass
@@ -220,6 +230,10 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
     for command, invocation in analysed:
         if invocation.too_deep:
             findings.catastrophic(_TOO_DEEP)
+        if invocation.argv and _named_at_run_time(invocation.argv[0]):
+            findings.dangerous("runs a program named only at run time")
+        for name in _program_running_assignments(command):
+            findings.dangerous(f"sets {name}, which makes it run other programs")
         for name in invocation.chain:
             if name in _ELEVATORS:
                 findings.dangerous(f"runs as root ({name})")
@@ -232,6 +246,7 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
         if _runs_downloaded_code(command, invocation):
             findings.dangerous("runs downloaded code")
     _assess_downloads_piped(analysed, findings)
+    _assess_piped_scripts(analysed, findings)
     _assess_fork_bombs(parse, findings)
     _assess_sql(analysed, findings)
 
@@ -242,6 +257,13 @@ def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) 
         return
     name = program_name(words[0].text)
     call = _Call(name, words, env, findings, depth)
+    if name in _NETWORK_PROGRAMS:
+        findings.network = True
+    reader = READERS.get(family(name))
+    if reader is not None:
+        source = program_source(reader, call.args)
+        if source.kind == "option" and source.flag != "-m":
+            _assess_inline_code(family(name), source.value, findings)
     if family(name) == "python":
         source = program_source(READERS["python"], call.args)
         if source.flag == "-m" and source.value:
@@ -255,6 +277,8 @@ def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) 
     check = _CHECKS.get(name)
     if check is not None:
         check(call)
+    if _uses_network(call):
+        findings.network = True
 
 
 def _written_files(command: Command) -> Iterator[str]:
@@ -269,6 +293,7 @@ def _written_files(command: Command) -> Iterator[str]:
 
 
 def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
+    """A file the command writes: the same rules as the file tools' writes, and where it lands."""
     path = _absolute(target, env) or target
     if _RAW_DISK.match(path):
         findings.catastrophic(f"writes to a raw disk ({path})")
@@ -276,6 +301,133 @@ def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
     protected = _protected_file(target, env)
     if protected:
         findings.dangerous(f"overwrites {protected}")
+        return
+    absolute = _absolute(target, env)
+    if absolute is None and env.roots and not _outside_project(target, env):
+        absolute = posixpath.normpath(posixpath.join(env.roots[0], target))
+    if absolute is not None:
+        reason = sensitive_path_reason(Path(absolute), Path(env.home))
+        if reason:
+            findings.dangerous(f"writes {reason} ({absolute})")
+            return
+    if env.roots and "$" not in target and _outside_project(target, env) and not _scratch(absolute or target):
+        findings.outside_writes.append(absolute or target)
+        findings.dangerous(f"writes outside the workspace ({absolute or target})")
+
+
+_BRACE_LIST = re.compile(r"\{[^{}]*,[^{}]*\}")
+_SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/private/tmp")
+
+
+# Programs whose output is shell code meant for ``eval "$(…)"``: the one dynamic form that is routine.
+_ENVIRONMENT_PRINTERS = names(
+    "ssh-agent pyenv rbenv nodenv goenv jenv direnv brew opam conda mamba micromamba fnm mise rtx zoxide starship "
+    "keychain gpg-agent dircolors thefuck luarocks"
+)
+
+
+def _named_at_run_time(program: Word) -> bool:
+    """A program word the shell fills in when it runs (``$x``, ``$(…)``, ``{rm,-rf,~}``): no rule
+    can know what runs, so the line is never let through on the program's name. The exception is
+    ``eval "$(ssh-agent -s)"``-style setup, where a known environment printer writes the code."""
+    if _BRACE_LIST.search(program.text):
+        return True
+    if program.substitutions and program.text.startswith("$(") and all(
+        len(commands) == 1 and look_through(commands[0].words).name in _ENVIRONMENT_PRINTERS
+        for commands in program.substitutions
+    ):
+        return False
+    return program.expands or bool(program.substitutions)
+
+
+def _scratch(path: str) -> bool:
+    return any(path == scratch or path.startswith(scratch + "/") for scratch in _SCRATCH_DIRS)
+
+
+# Environment variables that make the program (or a program it starts) run another program.
+_RUNS_PROGRAMS = re.compile(
+    r"GIT_(?:CONFIG_(?:COUNT|KEY_\d+|VALUE_\d+|PARAMETERS|GLOBAL|SYSTEM)|EXTERNAL_DIFF|SSH(?:_COMMAND)?|ASKPASS"
+    r"|EDITOR|SEQUENCE_EDITOR|PAGER|EXEC_PATH|PROXY_COMMAND|TEMPLATE_DIR|DIR|WORK_TREE)"
+    r"|[A-Z_]*_COMMAND|[A-Z_]*PAGER|EDITOR|VISUAL|LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT|DYLD_[A-Z_]+|BASH_ENV|ENV"
+    r"|PROMPT_COMMAND|PYTHONSTARTUP|PYTHONPATH|PYTHONHOME|NODE_OPTIONS|PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB"
+    r"|SSH_ASKPASS|SUDO_ASKPASS|BROWSER|SHELLOPTS|BASHOPTS|IFS|PATH"
+)
+
+
+def _program_running_assignments(command: Command) -> list[str]:
+    """Names assigned on the line (``X=1 cmd``, ``env X=1 cmd``) that change what ends up running."""
+    found = []
+    after_env = False
+    for word in command.words:
+        name, is_assignment, _ = word.text.partition("=")
+        if is_assignment and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?", name):
+            if _RUNS_PROGRAMS.fullmatch(name.rstrip("+")):
+                found.append(name.rstrip("+"))
+            continue
+        if program_name(word.text) == "env" and not after_env:
+            after_env = True
+            continue
+        if after_env and word.text.startswith("-"):
+            continue
+        break
+    return found
+
+
+def _assess_piped_scripts(analysed: list[tuple[Command, Invocation]], findings: _Findings) -> None:
+    """``echo 'rm -rf ~' | sh``: what an interpreter reads from a pipe is a program no rule saw."""
+    for command, invocation in analysed:
+        if not _reads_program_from_stdin(invocation):
+            continue
+        if any(_upstream(other, command) for other, _ in analysed):
+            findings.dangerous(f"runs a script piped into {invocation.name}")
+
+
+# Inline code that deletes files or starts programs, per interpreter family.
+_INLINE_DANGER = {
+    "python": re.compile(r"rmtree|\bos\.(?:remove|unlink|rmdir|removedirs|system|exec\w*|spawn\w*|popen|kill)\b"
+                         r"|\.unlink\(|\.rmdir\(|\bsubprocess\b|\bpty\.spawn|__import__|\beval\(|\bexec\("),
+    "perl": re.compile(r"\bunlink\b|\brmtree\b|\bremove_tree\b|\bsystem\b|\bexec\b|`|\bqx\b|\bopen\s*\(?[^)]*\|"),
+    "ruby": re.compile(r"rm_r|rm_rf|remove_dir|File\.delete|FileUtils|\bsystem\b|\bexec\b|`|%x|\bspawn\b|Open3"),
+    "node": re.compile(r"\brm(?:Sync)?\(|rmdir|unlink|child_process|\bexec(?:Sync)?\(|\bspawn(?:Sync)?\(|\beval\("),
+    "php": re.compile(r"\bunlink\b|\brmdir\b|\bsystem\b|\bexec\b|shell_exec|passthru|proc_open|popen|`"),
+    "lua": re.compile(r"os\.remove|os\.execute|io\.popen"),
+}
+
+
+def _assess_inline_code(language: str, code: str, findings: _Findings) -> None:
+    danger = _INLINE_DANGER.get(language)
+    if danger is not None and danger.search(code):
+        findings.dangerous(f"inline {language} code that deletes files or runs programs")
+
+
+_NETWORK_PROGRAMS = names(
+    "curl wget ssh scp sftp telnet nc ncat netcat ftp aria2c http https xh gh glab aws gcloud az kubectl helm "
+    "npx pnpx bunx uvx pipx git-lfs"
+)
+_NETWORK_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": names("clone fetch pull push ls-remote submodule"),
+    **dict.fromkeys(("pip", "pip3"), names("install download")),
+    **dict.fromkeys(("npm", "pnpm", "bun"), names("install i ci add update upgrade publish outdated audit")),
+    "yarn": names("install add upgrade up publish dlx"),
+    "cargo": names("install fetch update publish search login"),
+    "go": names("get install mod"),
+    "uv": names("pip sync add lock tool run"),
+    "poetry": names("install add lock update publish"),
+    **dict.fromkeys(("apt", "apt-get", "dnf", "yum", "apk", "brew", "zypper"), names("install update upgrade")),
+    **dict.fromkeys(("docker", "podman"), names("pull push login build run")),
+    "gem": names("install update push"),
+    "composer": names("install update require"),
+}
+
+
+def _uses_network(call: _Call) -> bool:
+    subcommands = _NETWORK_SUBCOMMANDS.get(call.name)
+    if subcommands is None:
+        return call.name == "yarn" and not call.args  # a bare ``yarn`` installs
+    sub, rest = _subcommand(call.args, _GIT_OPTIONS if call.name == "git" else frozenset())
+    if call.name in ("pip", "pip3", "uv") and _has_flag(rest, "", "--no-index", "--offline"):
+        return False
+    return sub in subcommands
 
 
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "xh"})
@@ -396,13 +548,22 @@ def _operands(args: Sequence[str], value_options: frozenset[str] = frozenset()) 
 
 
 def _has_flag(args: Sequence[str], letters: str, *long: str) -> bool:
-    """Whether a short option cluster holds one of ``letters`` or a long option is present."""
+    """Whether a short option cluster holds one of ``letters`` or a long option is present.
+
+    A long option also counts when abbreviated: getopt_long and git accept any unambiguous
+    prefix (``git reset --har`` is ``--hard``), and one that is ambiguous for the program is
+    refused by it, so treating every prefix as the option errs on the careful side.
+    """
     for arg in args:
         if arg == "--":
             return False
-        if arg in long or arg.split("=", 1)[0] in long:
+        given = arg.split("=", 1)[0]
+        if given in long:  # also single-dash long options (terraform -destroy, fdisk -l)
             return True
-        if arg.startswith("-") and not arg.startswith("--") and any(letter in arg[1:] for letter in letters):
+        if arg.startswith("--") and len(arg) > 2:
+            if any(option.startswith(given) for option in long):
+                return True
+        elif arg.startswith("-") and any(letter in arg[1:] for letter in letters):
             return True
     return False
 
@@ -426,7 +587,7 @@ def _check_rm(call: _Call) -> None:
     args = call.args
     if call.name == "rm" and not _has_flag(args, "rR", "--recursive"):
         return
-    if "--no-preserve-root" in args:
+    if _has_flag(args, "", "--no-preserve-root"):
         call.findings.catastrophic("rm --no-preserve-root")
     vital = [where for where in (_vital_path(target, call.env) for target in _operands(args)) if where]
     for where in vital:
@@ -478,9 +639,39 @@ def _check_find(call: _Call) -> None:
 
 
 _GIT_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"})
+# Configuration keys whose value git runs (or that point it at code to run): as ``-c`` they turn
+# any git command, even ``git status``, into running something else.
+_GIT_CODE_KEYS = re.compile(
+    r"core\.(?:fsmonitor|sshcommand|pager|editor|hookspath|gitproxy|askpass|alternaterefscommand)|alias\..*"
+    r"|(?:diff|merge|filter)\..*\.(?:command|textconv|driver|clean|smudge|process)|pager\..*|credential\..*"
+    r"|sequence\.editor|gpg\.(?:.*\.)?program|protocol\..*\.allow|uploadpack\.packobjectshook|remote\..*\.(?:uploadpack|receivepack|proxy)"
+    r"|include\..*|includeif\..*|http\..*\.proxy|core\.sshcommand|ssh\.variant|difftool\..*|mergetool\..*|web\.browser|browser\..*",
+    re.I,
+)
+
+
+def git_global_options(args: Sequence[str]) -> list[tuple[str, str]]:
+    """The options given before a git subcommand, with their values (``-c k=v`` → ``("-c", "k=v")``)."""
+    found = []
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        option, has_value, value = args[index].partition("=")
+        if option in _GIT_OPTIONS and not has_value:
+            value = args[index + 1] if index + 1 < len(args) else ""
+            index += 1
+        found.append((option, value))
+        index += 1
+    return found
 
 
 def _check_git(call: _Call) -> None:
+    for option, value in git_global_options(call.args):
+        if option == "-c" and _GIT_CODE_KEYS.match(value.partition("=")[0]):
+            call.findings.dangerous(f"git -c {value.partition('=')[0]} makes git run a program")
+        elif option == "--config-env":
+            call.findings.dangerous("git --config-env sets configuration from the environment")
+        elif option.startswith("--exec-path") and (value or "=" in option):
+            call.findings.dangerous("git --exec-path runs git programs from another directory")
     sub, rest = _subcommand(call.args, _GIT_OPTIONS)
     found = call.findings
     operands = _operands(rest)
@@ -491,7 +682,7 @@ def _check_git(call: _Call) -> None:
             found.dangerous("force push")
         if _has_flag(rest, "d", "--delete") or any(op.startswith(":") and len(op) > 1 for op in operands):
             found.dangerous("deletes a remote branch")
-    elif sub == "reset" and "--hard" in rest:
+    elif sub == "reset" and _has_flag(rest, "", "--hard"):
         found.dangerous("git reset --hard (discards changes)")
     elif sub == "clean" and _has_flag(rest, "f", "--force") and not _has_flag(rest, "n", "--dry-run"):
         found.dangerous("git clean (deletes untracked files)")
@@ -557,7 +748,7 @@ def _check_ownership(call: _Call) -> None:
 
 
 def _check_copy(call: _Call) -> None:
-    """cp/mv/install/tee: what they overwrite; mv also what it moves away."""
+    """cp/mv/install/ln/tee: what they overwrite; mv also what it moves away."""
     operands = _operands(call.args, frozenset({"-t", "--target-directory", "-S", "--suffix", "-m", "--mode"}))
     if call.name == "tee":
         targets = operands
@@ -572,6 +763,45 @@ def _check_copy(call: _Call) -> None:
                     call.findings.catastrophic(f"moves {where} away")
     for target in targets:
         _assess_write_target(target, call.env, call.findings)
+
+
+def _check_in_place_edit(call: _Call) -> None:
+    """``sed -i`` and ``perl -i`` rewrite the files they are given."""
+    if not _has_flag(call.args, "i", "--in-place"):
+        return
+    code_options = ("-e", "--expression", "-f", "--file") if call.name == "sed" else ("-e", "-E")
+    operands = _operands(call.args, frozenset({"-e", "--expression", "-f", "--file", "-E", "-I", "-M", "-m"}))
+    has_code_option = any(arg in code_options or arg.startswith(("--expression=", "--file=")) for arg in call.args)
+    files = operands if has_code_option else operands[1:]  # without -e the first operand is the script
+    for target in files:
+        _assess_write_target(target, call.env, call.findings)
+
+
+_AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*getline|print[^;}]*\|\s*\"|\|&")
+
+
+def _check_awk(call: _Call) -> None:
+    program = next((arg for arg in _operands(call.args, frozenset({"-f", "-v", "-F"}))), "")
+    if _AWK_RUNS.search(program):
+        call.findings.dangerous(f"{call.name} program that runs commands")
+
+
+_RSYNC_DELETES = ("--delete", "--del", "--delete-before", "--delete-during", "--delete-delay", "--delete-after",
+                  "--delete-excluded", "--remove-source-files")
+
+
+def _check_rsync(call: _Call) -> None:
+    operands = _operands(call.args, frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f"}))
+    if any(":" in operand.split("/", 1)[0] for operand in operands):
+        call.findings.network = True  # host:path
+    if not operands or not _has_flag(call.args, "", *_RSYNC_DELETES):
+        return
+    destination = operands[-1]
+    where = _vital_path(destination, call.env)
+    if where:
+        call.findings.dangerous(f"rsync --delete onto {where}")
+    elif _outside_project(destination, call.env) and call.env.roots:
+        call.findings.dangerous("rsync --delete outside the workspace")
 
 
 def _check_kill(call: _Call) -> None:
@@ -666,7 +896,7 @@ _PUBLISH_VERBS: dict[str, frozenset[str]] = {
 
 def _check_publish(call: _Call) -> None:
     sub, rest = _subcommand(call.args)
-    if sub in _PUBLISH_VERBS[call.name] and "--dry-run" not in rest:
+    if sub in _PUBLISH_VERBS[call.name] and not _has_flag(rest, "", "--dry-run"):
         call.findings.dangerous(f"publishes a package ({call.name} {sub})")
 
 
@@ -712,7 +942,13 @@ _CHECKS: dict[str, Callable[[_Call], None]] = {
     "cp": _check_copy,
     "mv": _check_copy,
     "install": _check_copy,
+    "ln": _check_copy,
     "tee": _check_copy,
+    "sed": _check_in_place_edit,
+    "gsed": _check_in_place_edit,
+    "perl": _check_in_place_edit,
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _check_awk),
+    "rsync": _check_rsync,
     "kill": _check_kill,
     "killall": _check_kill_by_name,
     "killall5": _check_kill_by_name,
@@ -865,8 +1101,8 @@ def _runner_split(words: Sequence[Word]) -> tuple[list[str], list[Word]] | None:
     return [_display_name(words[0].text), sub], list(words[start:])
 
 
-def command_keys(command: str) -> tuple[str, ...] | None:
-    """The grant keys of a command line, in order, or None when it cannot be analysed safely.
+def command_keys(command: str, roots: Sequence[Path] = ()) -> tuple[str, ...] | None:
+    """The grant keys of a command line, in order, or None when no grant may ever cover it.
 
     Each simple command gives the program plus, for programs with subcommands, the action
     (``git -C sub status`` → ``git status``; ``FOO=1 npm run build`` → ``npm run build``;
@@ -876,30 +1112,41 @@ def command_keys(command: str) -> tuple[str, ...] | None:
     contributes the keys of its payload; ``find -exec`` adds the keys of what it runs. A program
     found in a ``bin`` directory is named by its base name; any other path stays as written, so a
     local ``./git`` never borrows the grant of ``git``. Writing a file by redirection adds the key
-    ``>``. Command and process substitution, backticks, ``eval``, here-documents, function
-    definitions, ``case``, a program named by a variable and unbalanced quotes give None.
+    ``>``. Inline code is keyed by the exact snippet (``python -c 'print(1)'``), an in-place edit
+    by its flag (``sed -i``), so a grant covers exactly what it names.
+
+    None — ask every time — for whatever changes what runs behind a familiar name: command and
+    process substitution, backticks, ``eval``, here-documents, function definitions, ``case``, a
+    program named by a variable or a brace list, unbalanced quotes, a script piped into an
+    interpreter, environment assignments that make programs run others (``GIT_SSH_COMMAND=…``,
+    ``PAGER=…``, ``LD_PRELOAD=…``), git's ``-c``/``--config-env``/``--exec-path`` and a ``-C``
+    outside the workspace ``roots``, and an awk program that runs commands.
     """
-    keys = _line_keys(command, 0)
+    keys = _line_keys(command, 0, tuple(posixpath.normpath(str(root)) for root in roots))
     return None if keys is None else tuple(dict.fromkeys(keys))
 
 
-def _line_keys(text: str, depth: int) -> list[str] | None:
+def _line_keys(text: str, depth: int, roots: tuple[str, ...]) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
     parse = parse_commands(text)
     if parse.broken or parse.dynamic:
         return None
     keys: list[str] = []
-    for command in parse.commands:
-        invocation = look_through(command.words)
-        if "eval" in invocation.chain or invocation.too_deep:
+    analysed = [(command, look_through(command.words)) for command in parse.commands]
+    for command, invocation in analysed:
+        if "eval" in invocation.chain or invocation.too_deep or _program_running_assignments(command):
+            return None
+        if _reads_program_from_stdin(invocation) and any(_upstream(o, command) for o, _ in analysed):
             return None
         for payload in invocation.payloads:
-            inner = _line_keys(payload, depth + 1)
+            inner = _line_keys(payload, depth + 1, roots)
             if inner is None:
                 return None
             keys.extend(inner)
         if invocation.argv:
+            if not _grantable_argv(invocation.argv, roots):
+                return None
             argv_keys = _argv_keys(invocation.argv, depth)
             if argv_keys is None:
                 return None
@@ -911,11 +1158,30 @@ def _line_keys(text: str, depth: int) -> list[str] | None:
     return keys
 
 
+def _grantable_argv(words: Sequence[Word], roots: tuple[str, ...]) -> bool:
+    """False for invocations no grant may cover: git pointed at other code, awk running commands."""
+    name, args = program_name(words[0].text), [word.text for word in words[1:]]
+    if name == "git":
+        for option, value in git_global_options(args):
+            if option in ("-c", "--config-env") or option.startswith("--exec-path"):
+                return False
+            if option == "-C" and (value.startswith(("/", "~", "$")) or value.startswith("..")):
+                path = posixpath.normpath(value)
+                if not any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots):
+                    return False
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        program = next(iter(_operands(args, frozenset({"-f", "-v", "-F"}))), "")
+        return not _AWK_RUNS.search(program)
+    return True
+
+
 def _argv_keys(words: Sequence[Word], depth: int) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
     program = words[0]
     if program.expands or not program.text or (_GLOB.search(program.text) and program.text not in ("[", "[[")):
+        return None
+    if _BRACE_LIST.search(program.text):
         return None
     display, name = _display_name(program.text), program_name(program.text)
     reader = READERS.get(family(name))
@@ -936,8 +1202,11 @@ def _argv_keys(words: Sequence[Word], depth: int) -> list[str] | None:
                 return None
             keys.extend(inner)
         return keys
+    args = [word.text for word in words[1:]]
+    if name in ("sed", "gsed") and _has_flag(args, "i", "--in-place"):
+        return [f"{display} -i"]
     spec = _SUBCOMMANDS.get(name)
-    return [display] if spec is None else _subcommand_keys(display, [word.text for word in words[1:]], spec)
+    return [display] if spec is None else _subcommand_keys(display, args, spec)
 
 
 def _interpreter_keys(display: str, name: str, words: Sequence[Word], reader: Reader, depth: int) -> list[str] | None:
@@ -949,7 +1218,8 @@ def _interpreter_keys(display: str, name: str, words: Sequence[Word], reader: Re
     if family(name) == "python" and source.flag == "-m" and source.value:
         inner = _argv_keys([Word(source.value), *words[1 + source.after :]], depth + 1)
         return None if inner is None else [f"{display} -m {key}" for key in inner]
-    return [f"{display} {source.flag}"]
+    in_place = " -i" if _has_flag([word.text for word in words[1:]], "i") and family(name) == "perl" else ""
+    return [f"{display}{in_place} {source.flag} {source.value}"]  # the exact snippet, nothing broader
 
 
 def _subcommand_keys(display: str, args: Sequence[str], spec: _Subcommands) -> list[str]:

@@ -133,7 +133,7 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
         )
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
-    keys = command_keys(request.command)
+    keys = command_keys(request.command, where.roots)
     rejected = [key for key in keys or () if key in grants.rejected_commands]
     if rejected:
         return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected")

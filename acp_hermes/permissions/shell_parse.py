@@ -539,6 +539,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "chrt": _wrapper(operands=1),
     "unbuffer": _wrapper(),
     "caffeinate": _wrapper("tw"),
+    # Multi-call binaries: ``busybox rm -rf /`` is ``rm -rf /``.
+    "busybox": _wrapper(),
+    "toybox": _wrapper(),
 }
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 

@@ -455,7 +455,7 @@ def test_payloads_nested_too_deeply_are_refused() -> None:
     ["echo 'unterminated", 'echo "unterminated', "echo $(", "(ls", "ls )", "`ls", "case x in a) rm -rf /;; esac"],
 )
 def test_malformed_lines_are_still_assessed_without_raising(command: str) -> None:
-    assert assess_command(command, home=HOME).level in ("normal", "catastrophic")
+    assert assess_command(command, home=HOME).level in ("normal", "dangerous", "catastrophic")
 
 
 def test_a_long_line_is_handled() -> None:
@@ -468,7 +468,7 @@ def test_a_long_line_is_handled() -> None:
 KEYS = [
     ("git status", ("git status",)),
     ("git -C sub status --short", ("git status",)),
-    ("git --no-pager -c core.x=y log --oneline", ("git log",)),
+    ("git --no-pager log --oneline", ("git log",)),
     ("/usr/bin/git log", ("git log",)),
     ("pytest -q tests/x.py && git diff", ("pytest", "git diff")),
     ("pytest; pytest -x", ("pytest",)),
@@ -486,10 +486,10 @@ KEYS = [
     ("pip install requests", ("pip install",)),
     ("python -m pytest -q", ("python -m pytest",)),
     ("python3 -m pip install -e .", ("python3 -m pip install",)),
-    ("python -c 'print(1)'", ("python -c",)),
+    ("python -c 'print(1)'", ("python -c print(1)",)),
     ("python tools/gen.py --out x", ("python tools/gen.py",)),
     ("python", ("python",)),
-    ("node -e 'console.log(1)'", ("node -e",)),
+    ("node -e 'console.log(1)'", ("node -e console.log(1)",)),
     ("node server.js", ("node server.js",)),
     ("bash scripts/setup.sh", ("bash scripts/setup.sh",)),
     ("uv run pytest -q", ("uv run pytest",)),
@@ -519,7 +519,7 @@ KEYS = [
     ("sudo apt install foo", ("apt install",)),
     ("timeout 60 pytest", ("pytest",)),
     ("nohup npm start &", ("npm start",)),
-    ("env -i PATH=/bin ls", ("ls",)),
+    ("env -i LANG=C ls", ("ls",)),
     ("time make", ("make",)),
     ("ls | xargs -n1 wc -l", ("ls", "wc")),
     ("find . -exec rm {} \\;", ("find", "rm")),
@@ -593,3 +593,122 @@ def test_lines_that_cannot_be_analysed_have_no_keys(command: str) -> None:
 def test_a_local_program_never_borrows_a_system_programs_key() -> None:
     assert command_keys("./git push") != command_keys("git push")
     assert command_keys("/tmp/x/git push") == ("/tmp/x/git push",)
+
+
+# -- grants that mean what they say (each line a hole found by trying) -------------------------
+
+ROOTS = (Path("/home/dev/project"),)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c core.fsmonitor='rm -rf ~' status",
+        "git --config-env=core.pager=EVIL log",
+        "git --exec-path=/tmp/evil status",
+        "git -C /etc status",
+        "git -C ../other-project status",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='rm -rf ~' git status",
+        "GIT_EXTERNAL_DIFF=/tmp/evil git diff",
+        "GIT_SSH_COMMAND='sh -c evil' git fetch",
+        "PAGER='rm -rf ~' git log",
+        "env EDITOR=/tmp/evil git commit",
+        "LD_PRELOAD=/tmp/evil.so ls",
+        "echo 'rm -rf ~' | sh",
+        "cat script.py | python3",
+        "x=rm; $x -rf ~",
+        "$(echo rm) -rf ~",
+        "{rm,-rf,~}",
+        "awk 'BEGIN { system(\"rm -rf ~\") }'",
+        "awk '{ print | \"sh\" }' notes.txt",
+    ],
+)
+def test_no_grant_covers_what_changes_what_runs(command: str) -> None:
+    assert command_keys(command, ROOTS) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "keys"),
+    [
+        ("python3 -c 'import sys; print(sys.version)'", ("python3 -c import sys; print(sys.version)",)),
+        ("sed -n 1,5p notes.txt", ("sed",)),
+        ("sed -i s/a/b/ notes.txt", ("sed -i",)),
+        ("perl -i -pe 's/a/b/' notes.txt", ("perl -i -e s/a/b/",)),
+        ("busybox ls -la", ("ls",)),
+        ("git -C sub status", ("git status",)),
+        ("git -C /home/dev/project/sub status", ("git status",)),
+        ("awk '{ print $1 }' notes.txt", ("awk",)),
+        ("GIT_AUTHOR_NAME=me git commit -m x", ("git commit",)),
+        ('eval "$(ssh-agent -s)"', None),
+    ],
+)
+def test_grant_keys_name_exactly_what_runs(command: str, keys: tuple[str, ...] | None) -> None:
+    assert command_keys(command, ROOTS) == keys
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("git reset --har", "git reset --hard"),
+        ("git push --force-w origin main", "force push"),
+        ("git push --mirr", "force push"),
+        ("git clean --fo -d", "git clean"),
+        ("rm --rec build", "recursive delete"),
+        ("git -c core.fsmonitor='rm -rf ~' status", "git -c core.fsmonitor"),
+        ("GIT_SSH_COMMAND='sh -c evil' git fetch", "sets GIT_SSH_COMMAND"),
+        ("$(echo rm) -rf ~", "named only at run time"),
+        ("x=rm; $x -rf ~", "named only at run time"),
+        ("{rm,-rf,~}", "named only at run time"),
+        ("echo 'rm -rf ~' | sh", "script piped into sh"),
+        ("python3 -c 'import shutil; shutil.rmtree(\"/home/dev\")'", "inline python code"),
+        ("node -e 'require(\"child_process\").execSync(\"rm -rf ~\")'", "inline node code"),
+        ("awk 'BEGIN { system(\"rm -rf ~\") }'", "awk program that runs commands"),
+        ("sed -i 's/x/y/' ~/.bashrc", "shell profile"),
+        ("echo 'hook' > .git/hooks/pre-commit", ".git"),
+        ("printf 'X=1' >> .env", "environment file"),
+        ("cp evil ~/.gitconfig", "outside the workspace"),
+        ("tee ~/.aws/credentials < creds", "AWS credentials"),
+        ("ln -sf /tmp/x ~/.ssh/authorized_keys", "SSH"),
+        ("dd if=key of=/home/dev/.ssh/id_rsa", "SSH"),
+        ("busybox rm -rf build", "recursive delete"),
+        ("rsync -a --delete empty/ ~/", "rsync --delete onto the home directory"),
+        ("cat notes.txt > ../outside.txt", "outside the workspace"),
+    ],
+)
+def test_hidden_danger_is_rated_dangerous_or_worse(command: str, reason: str) -> None:
+    risk = assess_command(command, home=HOME, roots=ROOTS)
+    assert risk.level in ("dangerous", "catastrophic"), risk
+    assert any(reason in found for found in risk.reasons), risk.reasons
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["busybox rm -rf /", "toybox rm -rf ~"],
+)
+def test_multi_call_binaries_are_rated_as_their_applet(command: str) -> None:
+    assert assess_command(command, home=HOME, roots=ROOTS).level == "catastrophic"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cat notes.txt > /tmp/out.txt", "sort data.csv > sorted.csv", "pytest -q 2>&1 | tee /tmp/log",
+     'eval "$(ssh-agent -s)"', "echo done > /dev/null", "sed -n 1,5p notes.txt"],
+)
+def test_ordinary_writes_and_reads_stay_normal(command: str) -> None:
+    assert assess_command(command, home=HOME, roots=ROOTS).level == "normal"
+
+
+@pytest.mark.parametrize(
+    ("command", "network"),
+    [("curl -sSf https://example.com", True), ("git fetch origin", True), ("git status", False),
+     ("pip install requests", True), ("pip install --no-index ./wheel", False), ("npm ci", True),
+     ("npm test", False), ("rsync -a build/ host:/srv/", True), ("rsync -a build/ /tmp/copy/", False),
+     ("pytest -q", False)],
+)
+def test_network_use_is_recognised_for_the_sandbox(command: str, network: bool) -> None:
+    assert assess_command(command, home=HOME, roots=ROOTS).network is network
+
+
+def test_writes_outside_the_workspace_are_named() -> None:
+    risk = assess_command("cp build/app /home/dev/bin/app && cat x > /tmp/ok", home=HOME, roots=ROOTS)
+    assert risk.outside_writes == ("/home/dev/bin/app",)
