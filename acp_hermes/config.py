@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from acp_hermes.permissions.modes import Mode
 
@@ -106,12 +106,24 @@ class Settings(BaseModel):
     cache_ttl: Literal["5m", "1h"] = "5m"
     system_message: str | None = None
     default_mode: Mode = Mode.DEFAULT
+    sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
+    sandbox_network: bool = False  # let sandboxed commands use the network without asking
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     memory_char_limit: int = Field(default=2_200, ge=100)
     user_char_limit: int = Field(default=1_375, ge=100)
     context_file_max_chars: int = Field(default=20_000, ge=1_000)
     prices: dict[str, Price] = Field(default_factory=dict)
     context_windows: dict[str, int] = Field(default_factory=dict)
+
+    @field_validator("sandbox", "thought_level", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML reads an unquoted ``off`` as false and ``on`` as true: take them as the words meant."""
+        if value is False:
+            return "off"
+        if value is True and info.field_name == "sandbox":
+            return "auto"
+        return value
 
     @property
     def has_api_key(self) -> bool:

@@ -75,7 +75,7 @@ from acp_hermes.testing.scripted_model import (
     ToolUseBlock,
 )
 from tools import core_tools
-from tools.context import ToolContext, ToolScope
+from tools.context import CommandPermit, ToolContext, ToolScope
 from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolCallUpdated, ToolEvent
 from tools.local_io import LocalEditor
 from tools.registry import ToolCall, ToolRegistry
@@ -242,8 +242,10 @@ class AllowAll:
     async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         return None
 
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
-        return None
+    async def authorize_command(
+        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
+    ) -> CommandPermit:
+        return CommandPermit()
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         return None

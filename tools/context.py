@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -35,7 +35,17 @@ from tools.paths import is_within, resolve_path
 if TYPE_CHECKING:
     import subprocess
 
+    from tools.sandbox import Confinement, SessionSandbox
+
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandPermit:
+    """How an allowed command may run: inside the session's sandbox (with or without network) or not."""
+
+    sandboxed: bool = False
+    network: bool = False
 
 
 class Gate(Protocol):
@@ -47,7 +57,9 @@ class Gate(Protocol):
 
     async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
 
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None: ...
+    async def authorize_command(
+        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
+    ) -> CommandPermit: ...
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
 
@@ -92,6 +104,7 @@ class ToolScope:
     roots: tuple[Path, ...]
     services: ToolServices = field(default_factory=ToolServices)
     state: ToolState = field(default_factory=ToolState)
+    sandbox: SessionSandbox | None = None  # None: this session has no sandbox at all
 
     def resolve(self, raw: str) -> Path:
         return resolve_path(raw, self.cwd)
@@ -111,7 +124,7 @@ class ToolContext:
     sink: ToolEventSink
     title: str = ""  # the title the editor shows for this call
     _authorized_paths: set[Path] = field(default_factory=set)
-    _authorized_commands: set[str] = field(default_factory=set)
+    _authorized_commands: dict[str, CommandPermit] = field(default_factory=dict)
     _authorized_state: set[Path] = field(default_factory=set)
 
     @property
@@ -159,9 +172,10 @@ class ToolContext:
         await self.gate.authorize_edits(self, changes)
         self._authorized_paths.update(change.path for change in changes)
 
-    async def authorize_command(self, command: str, cwd: Path) -> None:
-        await self.gate.authorize_command(self, command, cwd)
-        self._authorized_commands.add(command)
+    async def authorize_command(self, command: str, cwd: Path, *, outside_sandbox: bool = False) -> None:
+        """Ask for ``command``; ``outside_sandbox`` asks to run it without the OS sandbox."""
+        permit = await self.gate.authorize_command(self, command, cwd, outside_sandbox=outside_sandbox)
+        self._authorized_commands[command] = permit
 
     async def authorize_state(self, changes: Sequence[FileChange]) -> None:
         await self.gate.authorize_state(self, changes)
@@ -181,12 +195,23 @@ class ToolContext:
         await self.editor.delete_file(path)
 
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
-        self._require(request.command in self._authorized_commands, f"command {request.command!r} was not authorized")
-        return await self.editor.run_command(request, observer)
+        confinement = self._confinement(request.command)
+        return await self.editor.run_command(replace(request, confinement=confinement), observer)
 
     def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
-        self._require(command in self._authorized_commands, f"command {command!r} was not authorized")
-        return self.editor.start_detached(command, cwd, log_path)
+        return self.editor.start_detached(command, cwd, log_path, self._confinement(command))
+
+    def _confinement(self, command: str) -> Confinement | None:
+        """The sandbox the gate's permit puts ``command`` in (None: it runs unconfined)."""
+        permit = self._authorized_commands.get(command)
+        self._require(permit is not None, f"command {command!r} was not authorized")
+        assert permit is not None
+        if not permit.sandboxed:
+            return None
+        sandbox = self.scope.sandbox
+        self._require(sandbox is not None and sandbox.available, f"command {command!r} may only run sandboxed")
+        assert sandbox is not None
+        return sandbox.confinement(network=permit.network)
 
     async def write_state(self, path: Path, write: Callable[..., T], *args: Any) -> T:
         """Run ``write(*args)``, a blocking change to the agent's own store file ``path``, in a thread."""

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from memory.session_db import SessionDB
     from memory.store import MemoryStore
+    from tools.sandbox import Confinement
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 PlanStatus = Literal["pending", "in_progress", "completed"]
@@ -119,6 +120,7 @@ class CommandRequest:
     cwd: Path
     timeout: float
     output_limit: int = 256 * 1024
+    confinement: Confinement | None = None  # run inside this sandbox (set by the tool context, not tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,7 @@ class CommandOutcome:
     timed_out: bool = False
     truncated: bool = False
     terminal_id: str | None = None
+    sandboxed: bool = False
 
 
 class CommandObserver(Protocol):
@@ -162,7 +165,9 @@ class Editor(Protocol):
         """Run a shell command to completion, timeout or cancellation (which kills it)."""
         ...
 
-    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    def start_detached(
+        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None
+    ) -> subprocess.Popen[bytes]:
         """Start a shell command that outlives the turn, its output going to ``log_path``."""
         ...
 

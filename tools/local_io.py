@@ -20,6 +20,7 @@ import anyio.abc
 
 from memory.fs import atomic_write_text
 from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from tools.sandbox import Confinement
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,17 @@ class LocalEditor:
     async def delete_file(self, path: Path) -> None:
         await anyio.Path(path).unlink(missing_ok=True)
 
-    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    def argv(self, command: str, confinement: Confinement | None) -> list[str]:
+        """How the shell runs ``command``, inside the sandbox when it is confined."""
+        argv = [self._shell, "-c", command]
+        return confinement.wrap(argv) if confinement is not None else argv
+
+    def start_detached(
+        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None
+    ) -> subprocess.Popen[bytes]:
         with open(log_path, "wb") as log_file:
             process = subprocess.Popen(
-                [self._shell, "-c", command],
+                self.argv(command, confinement),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
@@ -66,7 +74,7 @@ class LocalEditor:
         self.last_command_started = time.time()
         output = _BoundedOutput(request.output_limit)
         process = await anyio.open_process(
-            [self._shell, "-c", request.command],
+            self.argv(request.command, request.confinement),
             cwd=request.cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -102,6 +110,7 @@ class LocalEditor:
             signal=signal_name,
             timed_out=timed_out,
             truncated=output.truncated,
+            sandboxed=request.confinement is not None,
         )
 
 

@@ -45,9 +45,19 @@ DESCRIPTION = (
     "For servers, watchers and other long-running processes set `background` to true: the command "
     "starts detached and the call returns at once with its pid and a log file (stdout and stderr) "
     "to read later with read_file; it keeps running after this turn and `timeout` does not apply.\n"
+    "Where the session has an OS sandbox, commands run inside it: only the workspace and $TMPDIR are "
+    "writable and there is no network. Put temporary files under $TMPDIR. When a command really must "
+    "write elsewhere or reach the network, set `outside_sandbox` to true: the user is asked first.\n"
     "Prefer read_file, search_files, write_file and patch over cat, grep, find, sed or echo for "
     "reading, searching and editing files."
 )
+SANDBOX_HINT = (
+    "[This command ran in the OS sandbox, where only the workspace and $TMPDIR are writable and the "
+    "network is off. Write temporary files under $TMPDIR; if the command must write elsewhere or use "
+    "the network, run it again with outside_sandbox: true and the user will be asked.]"
+)
+_SANDBOX_FAILURES = ("Read-only file system", "Network is unreachable", "Could not resolve host",
+                     "Temporary failure in name resolution", "Name or service not known", "getaddrinfo")
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -64,6 +74,11 @@ SCHEMA: dict[str, Any] = {
         "background": {
             "type": "boolean",
             "description": "Start detached and return at once with the pid and a log file.",
+            "default": False,
+        },
+        "outside_sandbox": {
+            "type": "boolean",
+            "description": "Run outside the OS sandbox (writes anywhere, network). The user is always asked.",
             "default": False,
         },
     },
@@ -90,7 +105,7 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError("command is empty")
     cwd = await _workdir(args.get("workdir"), ctx)
     timeout = clamp_timeout(args.get("timeout"))
-    await ctx.authorize_command(command, cwd)
+    await ctx.authorize_command(command, cwd, outside_sandbox=bool(args.get("outside_sandbox", False)))
     if args.get("background", False):
         return _start_in_background(command, cwd, ctx)
     outcome = await ctx.run_command(CommandRequest(command, cwd, timeout), _LiveOutput(ctx, command))
@@ -161,13 +176,16 @@ def _foreground_result(command: str, outcome: CommandOutcome, timeout: float) ->
     )
     output = outcome.output if outcome.output.strip() else "(no output)\n"
     separator = "" if output.endswith("\n") else "\n"
+    hint = ""
+    if outcome.sandboxed and outcome.exit_code != 0 and any(sign in output for sign in _SANDBOX_FAILURES):
+        hint = f"\n{SANDBOX_HINT}"
     display: tuple[Display, ...]
     if outcome.terminal_id is not None:
         display = (TerminalDisplay(outcome.terminal_id), TextDisplay(shown_status))
     else:
         display = (TextDisplay(_transcript(command, outcome.output, f"[{status}]"), fence=""),)
     return ToolResult(
-        text=f"{output}{separator}[{status}{note}]",
+        text=f"{output}{separator}[{status}{note}]{hint}",
         ok=outcome.exit_code == 0 and not outcome.timed_out,
         display=display,
         raw_output={"exit_code": outcome.exit_code, "timed_out": outcome.timed_out, "truncated": outcome.truncated},

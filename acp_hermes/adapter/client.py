@@ -166,12 +166,13 @@ class ClientEditor(LocalEditor):
         if not self.abilities.terminals:
             return await super().run_command(request, observer)
         self.last_command_started = time.time()
+        argv = self.argv(request.command, request.confinement)
         created = await self._client.request(
             "terminal/create",
             {
                 "sessionId": self._session_id,
-                "command": self._shell,
-                "args": ["-c", request.command],
+                "command": argv[0],
+                "args": argv[1:],
                 "cwd": str(request.cwd),
                 "outputByteLimit": request.output_limit,
             },
@@ -204,4 +205,5 @@ class ClientEditor(LocalEditor):
             timed_out=timed_out,
             truncated=bool(output.get("truncated")),
             terminal_id=created["terminalId"],
+            sandboxed=request.confinement is not None,
         )

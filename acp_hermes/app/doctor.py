@@ -10,7 +10,16 @@ from pathlib import Path
 
 from acp_hermes import __version__
 from acp_hermes.app.setup import mask
-from acp_hermes.config import ENV_API_KEY, ENV_BASE_URL, ENV_HOME, ENV_MODEL, ConfigError, load_settings, paths_from_env
+from acp_hermes.config import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_HOME,
+    ENV_MODEL,
+    ConfigError,
+    Settings,
+    load_settings,
+    paths_from_env,
+)
 from memory.grants import GrantStore
 
 
@@ -51,6 +60,18 @@ def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
     print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
     print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s); "
           f"{report.unreadable_rows:,} row(s) could not be read")
+
+
+def _sandbox_status(settings: Settings | None) -> str:
+    if settings is not None and settings.sandbox == "off":
+        return "command sandbox: turned off in the configuration (sandbox: off)"
+    from tools.sandbox import detect
+
+    status = detect()
+    network = "network allowed" if settings is not None and settings.sandbox_network else "no network"
+    if status.available:
+        return f"command sandbox: {status.detail}; workspace and $TMPDIR writable, credentials hidden, {network}"
+    return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
 
 
 def run_doctor(*, repair: bool = False) -> int:
@@ -94,6 +115,7 @@ def run_doctor(*, repair: bool = False) -> int:
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
+    print(f"  {_sandbox_status(settings)}")
     _session_database(paths.state_db, repair, problems)
     rg = shutil.which("rg")
     print(f"  ripgrep: {rg or 'not found (search_files uses the built-in Python search)'}")

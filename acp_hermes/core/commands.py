@@ -88,6 +88,12 @@ async def _permissions(session: Session, arg: str) -> CommandReply:
     return CommandReply("Permissions in force:\n" + "\n".join(f"- {line}" for line in lines))
 
 
+async def _sandbox(session: Session, arg: str) -> CommandReply:
+    sandbox = session.tools.sandbox
+    lines = sandbox.describe() if sandbox is not None else ["no sandbox in this session"]
+    return CommandReply("OS sandbox for commands:\n" + "\n".join(f"- {line}" for line in lines))
+
+
 COMMANDS: dict[str, SlashCommand] = {
     c.name: c
     for c in (
@@ -97,6 +103,7 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
+        SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
     )
 }
 

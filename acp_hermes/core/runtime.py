@@ -105,9 +105,12 @@ class Runtime:
         import acp_hermes.core.attachments
         import acp_hermes.core.loop
         import acp_hermes.permissions.command_risk  # noqa: F401
+        from tools.sandbox import detect
 
         self.provider.prepare()
         self.registry.prepare()
+        if self.settings.sandbox != "off":
+            detect()  # runs bubblewrap once to see that it works: not on the event loop, not later
 
     def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
         """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""

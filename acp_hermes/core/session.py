@@ -26,6 +26,7 @@ from acp_hermes.permissions.gate import Asker, PermissionGate
 from acp_hermes.permissions.modes import Mode
 from tools.context import ToolContext, ToolScope
 from tools.contracts import Editor, ToolEventSink, ToolServices
+from tools.sandbox import SessionSandbox, hidden_paths
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import StopReason, TurnSettings
@@ -78,11 +79,19 @@ class Session:
             project=cwd,
             store=runtime.grants,
         )
+        roots = (cwd, *additional_directories)
         self.tools = ToolScope(
             session_id=session_id,
             cwd=cwd,
-            roots=(cwd, *additional_directories),
+            roots=roots,
             services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary),
+            sandbox=SessionSandbox(
+                enabled=runtime.settings.sandbox != "off",
+                writable=roots,
+                hidden=hidden_paths(Path.home(), runtime.paths.home),
+                network_allowed=runtime.settings.sandbox_network,
+                session_id=session_id,
+            ),
         )
         self._hints = SubdirectoryHintTracker(cwd, additional_directories)
         # (tool name, raw output) of the calls a restored session had completed: its tools get their

@@ -53,13 +53,16 @@ class CommandRisk:
     """The verdict on a command line; ``reasons`` are short phrases shown to the user.
 
     ``network`` says the line probably needs the network (a sandbox without it would make it
-    fail) and ``outside_writes`` names the paths outside the workspace it writes.
+    fail), ``outside_writes`` names the paths outside the workspace it writes and
+    ``scratch_writes`` those in shared temp directories (/tmp): harmless as such, but outside a
+    sandbox's private ``$TMPDIR``.
     """
 
     level: RiskLevel
     reasons: tuple[str, ...] = ()
     network: bool = False
     outside_writes: tuple[str, ...] = ()
+    scratch_writes: tuple[str, ...] = ()
 
 
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
@@ -166,6 +169,7 @@ class _Findings:
         self._found: list[tuple[RiskLevel, str]] = []
         self.network = False
         self.outside_writes: list[str] = []
+        self.scratch_writes: list[str] = []
 
     def add(self, level: RiskLevel, reason: str) -> None:
         if (level, reason) not in self._found:
@@ -178,12 +182,12 @@ class _Findings:
         self.add("catastrophic", reason)
 
     def risk(self) -> CommandRisk:
-        outside = tuple(dict.fromkeys(self.outside_writes))
+        outside, scratch = tuple(dict.fromkeys(self.outside_writes)), tuple(dict.fromkeys(self.scratch_writes))
         if not self._found:
-            return CommandRisk("normal", network=self.network, outside_writes=outside)
+            return CommandRisk("normal", (), self.network, outside, scratch)
         ordered = sorted(self._found, key=lambda found: -_RANK[found[0]])
         reasons = tuple(dict.fromkeys(reason for _, reason in ordered))
-        return CommandRisk(ordered[0][0], reasons, self.network, outside)
+        return CommandRisk(ordered[0][0], reasons, self.network, outside, scratch)
 
 
 @dataclass
@@ -310,9 +314,12 @@ def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
         if reason:
             findings.dangerous(f"writes {reason} ({absolute})")
             return
-    if env.roots and "$" not in target and _outside_project(target, env) and not _scratch(absolute or target):
-        findings.outside_writes.append(absolute or target)
-        findings.dangerous(f"writes outside the workspace ({absolute or target})")
+    if env.roots and "$" not in target and _outside_project(target, env):
+        if _scratch(absolute or target):
+            findings.scratch_writes.append(absolute or target)
+        else:
+            findings.outside_writes.append(absolute or target)
+            findings.dangerous(f"writes outside the workspace ({absolute or target})")
 
 
 _BRACE_LIST = re.compile(r"\{[^{}]*,[^{}]*\}")

@@ -32,7 +32,7 @@ from acp_hermes.permissions.policy import (
 )
 from memory.grants import GrantStore, ProjectGrants
 from memory.text import one_line
-from tools.context import ToolContext
+from tools.context import CommandPermit, ToolContext
 from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,7 @@ class PermissionGate:
         self._store = store
         self.session = SessionGrants()
         self._project_grants: ProjectGrants | None = None  # read from the store on first need
+        self._told_about_sandbox = False
 
     # -- tools.context.Gate
 
@@ -100,10 +101,26 @@ class PermissionGate:
         title = ctx.title or _edit_title(changes, ctx.cwd)
         await self._settle(ctx, EditRequest(tuple(c.path for c in changes)), title, "edit", display)
 
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
-        display = (TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh"),)
+    async def authorize_command(
+        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
+    ) -> CommandPermit:
+        display: tuple[Display, ...] = (
+            TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh"),
+        )
         title = ctx.title or f"Run {one_line(command, 80)}"
-        await self._settle(ctx, CommandRequest(command), title, "execute", display)
+        sandbox = ctx.scope.sandbox
+        available = sandbox is not None and sandbox.available
+        if not available and not self._told_about_sandbox:
+            self._told_about_sandbox = True
+            detail = sandbox.status.detail if sandbox is not None else "not set up"
+            display = (*display, TextDisplay(
+                f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
+                "your own permissions, so acp-hermes asks before commands as its mode requires."
+            ))
+        network_allowed = available and sandbox is not None and sandbox.network_allowed
+        request = CommandRequest(command, available, network_allowed, leave_sandbox=outside_sandbox)
+        verdict = await self._settle(ctx, request, title, "execute", display)
+        return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network)
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
@@ -113,7 +130,7 @@ class PermissionGate:
     # -- carrying out a verdict
 
     async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
-                      display: tuple[Display, ...]) -> None:
+                      display: tuple[Display, ...]) -> Verdict:
         where = Surroundings(self._home, self._hermes_home, ctx.roots)
         verdict = decide(request, self.mode, await self.grants(), where)
         if verdict.outcome == "refuse":
@@ -129,6 +146,7 @@ class PermissionGate:
                 await self._remember(verdict.offer, allow=choice == ALLOW_ALWAYS)
             _require_allowed(choice)
         await ctx.show(display)
+        return verdict
 
     async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
                    offer: GrantOffer | None) -> str:

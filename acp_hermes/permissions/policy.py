@@ -5,16 +5,26 @@ asking): tests can table it, and the gate (``gate.py``) only carries out its ver
 that asks also says what answering "always" would remember (``GrantOffer``); None means the
 question may only be answered once (dangerous commands, writes outside the workspace or to
 sensitive paths).
+
+Commands and the OS sandbox: where the session can sandbox commands, the classification only
+decides when to ask, and the sandbox holds. A command rated normal then runs without a question
+in ``accept-edits`` and ``bypass``, remembered grants cover it only inside the sandbox, and a
+command that needs to leave it (the network, writes outside the workspace) always asks, saying
+why. Without a sandbox, every mode behaves as it did before sandboxes: grants run commands as
+they are.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from acp_hermes.permissions.modes import Mode
 from tools.paths import is_within
+
+if TYPE_CHECKING:
+    from acp_hermes.permissions.command_risk import CommandRisk
 
 Outcome = Literal["allow", "ask", "refuse"]
 GrantScope = Literal["edits", "state", "commands"]
@@ -36,6 +46,9 @@ class EditRequest:
 @dataclass(frozen=True, slots=True)
 class CommandRequest:
     command: str
+    sandbox: bool = False  # this session can run commands in an OS sandbox
+    network_allowed: bool = False  # and that sandbox lets them use the network
+    leave_sandbox: bool = False  # the agent asks to run it outside the sandbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +94,8 @@ class Verdict:
     reasons: tuple[str, ...] = ()  # why: shown in the question's title and the log
     message: str = ""  # for a refusal: what the model is told
     offer: GrantOffer | None = None  # for a question: the "always" options, if any
+    sandboxed: bool = False  # a command allowed runs inside the OS sandbox
+    network: bool = False  # ... with the network switched on inside it
 
 
 def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
@@ -137,6 +152,8 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
     rejected = [key for key in keys or () if key in grants.rejected_commands]
     if rejected:
         return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected")
+    if request.sandbox:
+        return _decide_sandboxed(request, risk, keys, mode, grants)
     if risk.level == "dangerous":
         return Verdict("ask", risk.reasons)
     if mode is Mode.BYPASS:
@@ -150,6 +167,30 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
         "commands", keys, f"Always allow {label} in this project", f"Always reject {label} in this project"
     )
     return Verdict("ask", offer=offer)
+
+
+def _decide_sandboxed(
+    request: CommandRequest, risk: CommandRisk, keys: tuple[str, ...] | None, mode: Mode, grants: Grants
+) -> Verdict:
+    if request.leave_sandbox or risk.outside_writes or risk.scratch_writes:  # asks; then runs unconfined
+        shared = [f"writes outside the workspace ({path})" for path in risk.scratch_writes[:2]]
+        return Verdict("ask", tuple(dict.fromkeys((*risk.reasons, *shared, "runs outside the sandbox"))))
+    if risk.network and not request.network_allowed:  # asks, and runs in the sandbox with the network on
+        return Verdict("ask", (*risk.reasons, "needs the network"), sandboxed=True, network=True)
+    if risk.level == "dangerous":
+        return Verdict("ask", risk.reasons, sandboxed=True, network=request.network_allowed)
+    if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
+        return Verdict("allow", (f"{mode.value} mode, in the sandbox",), sandboxed=True)
+    if keys and all(key in grants.allowed_commands for key in keys):
+        return Verdict("allow", (f"remembered grant(s) {', '.join(keys)}, in the sandbox",), sandboxed=True)
+    if not keys:
+        return Verdict("ask", sandboxed=True)
+    label = ", ".join(f"`{key}`" for key in keys)
+    offer = GrantOffer(
+        "commands", keys, f"Always allow {label} in this project (in the sandbox)",
+        f"Always reject {label} in this project",
+    )
+    return Verdict("ask", offer=offer, sandboxed=True)
 
 
 def _decide_state(mode: Mode, grants: Grants) -> Verdict:

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
+from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
+from tools.sandbox import detect
 
 pytestmark = pytest.mark.anyio
 
@@ -57,11 +58,14 @@ async def set_mode(agent: AgentProcess, sid: str, mode: str) -> None:
     assert next(o for o in options if o["id"] == "mode")["currentValue"] == mode
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_what_each_mode_asks_for(tmp_path: Path, fake_anthropic: FakeAnthropic, mode: str) -> None:
+async def test_what_each_mode_asks_for(tmp_path: Path, fake_anthropic: FakeAnthropic, mode: str, sandbox: str) -> None:
     home, extra, outside = tmp_path / "user-home", tmp_path / "extra-dir", tmp_path / "outside"
     for directory in (home, extra, outside):
         directory.mkdir()
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    sandboxed = sandbox == "auto" and detect().available
     (outside / "target.txt").write_text("target\n")
     fake_anthropic.script(
         tool_reply("read_file", {"path": "a.txt"}, id="toolu_read"),
@@ -94,7 +98,8 @@ async def test_what_each_mode_asks_for(tmp_path: Path, fake_anthropic: FakeAnthr
     mutating = [call_id for call_id in calls if call_id != "toolu_read"]
     expected_asks = {
         "default": mutating,
-        "accept-edits": [c for c in mutating if c not in WORKSPACE_EDITS],
+        # with a sandbox, an ordinary command runs in it unasked where edits do
+        "accept-edits": [c for c in mutating if c not in WORKSPACE_EDITS and not (sandboxed and c == "toolu_cmd")],
         "bypass": list(ALWAYS_ASK),
         "plan": [],
     }[mode]
@@ -146,6 +151,8 @@ async def test_dangerous_commands_ask_and_catastrophic_ones_never_run(
     shell, log = recording_shell(tmp_path)
     home = tmp_path / "user-home"
     home.mkdir()
+    # The gate alone: the recording shell logs outside the workspace, which a sandbox would refuse.
+    write_config(tmp_path / "hermes-home", "sandbox: off\n")
     fake_anthropic.script(
         tool_reply("terminal", {"command": "rm old.txt"}, id="toolu_rm"),
         tool_reply("terminal", {"command": "git push origin main"}, id="toolu_push"),

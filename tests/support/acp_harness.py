@@ -79,6 +79,7 @@ class EditorClient:
         self.reads: list[str] = []
         self.writes: list[tuple[str, str]] = []
         self.terminals: dict[str, _Terminal] = {}
+        self.terminal_commands: list[tuple[str, list[str]]] = []  # (command, args) of each terminal/create
         self.released: list[str] = []
         self.killed: list[str] = []
         self._next_terminal = 0
@@ -116,6 +117,7 @@ class EditorClient:
     async def create_terminal(self, command: str, session_id: str, args: list[str] | None = None,
                               cwd: str | None = None, env: Any = None, output_byte_limit: int | None = None,
                               **kwargs: Any) -> CreateTerminalResponse:
+        self.terminal_commands.append((command, list(args or [])))
         process = await asyncio.create_subprocess_exec(
             command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True,

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.context import Gate, ToolContext, ToolScope, ToolState
+from tools.context import CommandPermit, Gate, ToolContext, ToolScope, ToolState
 from tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
 from tools.local_io import LocalEditor
+from tools.sandbox import SessionSandbox
 
 
 @dataclass(slots=True)
@@ -26,6 +27,7 @@ class RecordingGate:
     """A gate that records every authorization and allows or refuses all of them."""
 
     allow: bool = True
+    sandboxed: bool = False  # permit commands to run in the scope's sandbox
     edits: list[list[FileChange]] = field(default_factory=list)
     commands: list[tuple[str, Path]] = field(default_factory=list)
     states: list[list[FileChange]] = field(default_factory=list)
@@ -38,9 +40,12 @@ class RecordingGate:
         self.edits.append(list(changes))
         self._decide()
 
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
+    async def authorize_command(
+        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
+    ) -> CommandPermit:
         self.commands.append((command, cwd))
         self._decide()
+        return CommandPermit(sandboxed=self.sandboxed)
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         self.states.append(list(changes))
@@ -54,6 +59,7 @@ def make_scope(
     state: ToolState | None = None,
     extra_roots: Sequence[Path] = (),
     session_id: str = "session-test",
+    sandbox: SessionSandbox | None = None,
 ) -> ToolScope:
     root = cwd.resolve()
     return ToolScope(
@@ -62,6 +68,7 @@ def make_scope(
         roots=(root, *(r.resolve() for r in extra_roots)),
         services=services or ToolServices(),
         state=state if state is not None else ToolState(),
+        sandbox=sandbox,
     )
 
 
@@ -75,11 +82,14 @@ def make_context(
     extra_roots: Sequence[Path] = (),
     session_id: str = "session-test",
     title: str = "",
+    sandbox: SessionSandbox | None = None,
 ) -> ToolContext:
     """A ToolContext on local disk and subprocesses, collecting events in an EventLog."""
+    scope = make_scope(cwd, services=services, state=state, extra_roots=extra_roots, session_id=session_id,
+                       sandbox=sandbox)
     return ToolContext(
         call_id=call_id,
-        scope=make_scope(cwd, services=services, state=state, extra_roots=extra_roots, session_id=session_id),
+        scope=scope,
         editor=LocalEditor(),
         gate=gate or RecordingGate(),
         sink=EventLog(),

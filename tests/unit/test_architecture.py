@@ -206,10 +206,12 @@ _SIDE_EFFECT_CALLS = {  # dotted call → what it does
     "atomic_write_text": "writes",
 }
 _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes", "touch", "apply"}
-# local_io is where the doors are implemented; search runs ripgrep and git queries, which read only.
+# local_io is where the doors are implemented; search runs ripgrep and git queries, which read only;
+# the sandbox runs bubblewrap once to see that it works.
 _ALLOWED = {
     "tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
     "tools.search": {"anyio.open_process", "anyio.run_process"},
+    "tools.sandbox": {"subprocess.run"},
 }
 
 

@@ -1,0 +1,146 @@
+"""The OS sandbox around commands, run for real: what a sandboxed command can and cannot do.
+
+Runs bubblewrap (the Debian/Ubuntu package ``bubblewrap``); where it is missing or cannot create
+namespaces the tests that need it are skipped with the reason. The Seatbelt profile (macOS) is
+checked as text: this machine cannot run it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.tools import RecordingGate, make_context
+from tools.contracts import CommandRequest
+from tools.local_io import LocalEditor
+from tools.sandbox import SandboxProfile, SessionSandbox, detect, hidden_paths, seatbelt_profile
+
+STATUS = detect()
+needs_sandbox = pytest.mark.skipif(not STATUS.available, reason=f"no OS sandbox here: {STATUS.detail}")
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> dict[str, Path]:
+    places = {name: tmp_path / name for name in ("workspace", "home", "hermes", "outside")}
+    for path in places.values():
+        path.mkdir()
+    (places["home"] / ".ssh").mkdir()
+    (places["home"] / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (places["home"] / ".netrc").write_text("machine x password hunter2\n")
+    (places["hermes"] / "config.yaml").write_text("api_key: sk-ant-secret\n")
+    return places
+
+
+@pytest.fixture
+def sandbox(layout: dict[str, Path]) -> SessionSandbox:
+    return SessionSandbox(
+        enabled=True, writable=(layout["workspace"],), hidden=hidden_paths(layout["home"], layout["hermes"]),
+        network_allowed=False, session_id="sandbox-test",
+    )
+
+
+def run(sandbox: SessionSandbox, command: str, cwd: Path, *, network: bool = False) -> subprocess.CompletedProcess[str]:
+    argv = sandbox.confinement(network).wrap(["/bin/sh", "-c", command])
+    environment = {"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": "sk-ant-secret"}
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=30, env=environment, check=False)
+
+
+@needs_sandbox
+def test_only_the_workspace_and_the_private_temp_dir_are_writable(sandbox: SessionSandbox,
+                                                                    layout: dict[str, Path]) -> None:
+    workspace, outside = layout["workspace"], layout["outside"]
+    done = run(sandbox, 'echo in > made.txt && echo tmp > "$TMPDIR/t.txt" && echo "$TMPDIR"', workspace)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "made.txt").read_text() == "in\n"
+    assert Path(done.stdout.strip()) == sandbox.scratch() and (sandbox.scratch() / "t.txt").exists()
+    for target in (outside / "x.txt", layout["home"] / ".bashrc", Path("/etc/acp-hermes-sandbox-test")):
+        refused = run(sandbox, f"echo x > {target}", workspace)
+        assert refused.returncode != 0 and "Read-only file system" in refused.stderr, target
+        assert not target.exists()
+
+
+@needs_sandbox
+def test_children_stay_inside(sandbox: SessionSandbox, layout: dict[str, Path]) -> None:
+    grandchild = f"python3 -c 'open(\"{layout['outside']}/deep\", \"w\")'"
+    nested = run(sandbox, f"sh -c {shlex.quote(grandchild)}", layout["workspace"])
+    assert nested.returncode != 0 and not (layout["outside"] / "deep").exists()
+
+
+@needs_sandbox
+def test_credentials_the_agents_home_and_its_api_key_are_hidden(sandbox: SessionSandbox,
+                                                                layout: dict[str, Path]) -> None:
+    home, hermes = layout["home"], layout["hermes"]
+    looked = run(sandbox, f"cat {home}/.ssh/id_ed25519 {home}/.netrc {hermes}/config.yaml; "
+                          f'ls -A {home}/.ssh {hermes}; echo "key=$ANTHROPIC_API_KEY"', layout["workspace"])
+    assert "PRIVATE KEY" not in looked.stdout and "hunter2" not in looked.stdout
+    assert "sk-ant-secret" not in looked.stdout + looked.stderr
+    assert "key=\n" in looked.stdout
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on the host's loopback (what a sandbox without network must not reach)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    thread = threading.Thread(target=lambda: [server.accept()[0].close() for _ in range(2)], daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+@needs_sandbox
+def test_network_is_off_unless_allowed(sandbox: SessionSandbox, layout: dict[str, Path], listener: int) -> None:
+    connect = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {listener}), timeout=5)\""
+    assert run(sandbox, connect, layout["workspace"]).returncode != 0
+    assert run(sandbox, connect, layout["workspace"], network=True).returncode == 0
+    own_loopback = "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\""
+    assert run(sandbox, own_loopback, layout["workspace"]).returncode == 0  # its own servers and tests work
+
+
+@needs_sandbox
+@pytest.mark.anyio
+async def test_the_tool_context_runs_a_sandboxed_permit_confined(sandbox: SessionSandbox,
+                                                                 layout: dict[str, Path]) -> None:
+    ctx = make_context(layout["workspace"], gate=RecordingGate(sandboxed=True), sandbox=sandbox)
+    command = f"echo x > {layout['outside']}/escaped.txt"
+    await ctx.authorize_command(command, ctx.cwd)
+    outcome = await ctx.run_command(CommandRequest(command, ctx.cwd, 30), _Quiet())
+    assert outcome.sandboxed and outcome.exit_code != 0 and not (layout["outside"] / "escaped.txt").exists()
+
+
+class _Quiet:
+    async def on_terminal(self, terminal_id: str) -> None: ...
+
+    async def on_output(self, output: str) -> None: ...
+
+
+def test_a_session_with_the_sandbox_turned_off_says_so(layout: dict[str, Path]) -> None:
+    off = SessionSandbox(enabled=False, writable=(layout["workspace"],), hidden=(), network_allowed=False,
+                         session_id="s")
+    assert not off.available and "sandbox: off" in off.status.detail
+    assert off.describe()[0].startswith("no sandbox")
+    with pytest.raises(RuntimeError, match="no sandbox"):
+        off.confinement(network=False)
+
+
+def test_a_local_editor_wraps_only_confined_commands(sandbox: SessionSandbox) -> None:
+    editor = LocalEditor(shell="/bin/sh")
+    assert editor.argv("ls", None) == ["/bin/sh", "-c", "ls"]
+    if STATUS.available:
+        wrapped = editor.argv("ls", sandbox.confinement(network=False))
+        assert wrapped[-4:] == ["--", "/bin/sh", "-c", "ls"] and "--unshare-net" in wrapped
+
+
+def test_the_seatbelt_profile_allows_writes_only_where_it_should(layout: dict[str, Path]) -> None:
+    profile = SandboxProfile((layout["workspace"],), layout["outside"] / "tmp", (layout["home"] / ".ssh",))
+    text = seatbelt_profile(profile)
+    assert "(deny file-write*)" in text and f'(subpath "{layout["workspace"]}")' in text
+    assert f'(deny file-read* (subpath "{layout["home"] / ".ssh"}"))' in text
+    assert "(deny network*" in text and "(deny network*" not in seatbelt_profile(profile.with_network())
