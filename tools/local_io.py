@@ -18,7 +18,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from memory.fs import atomic_write_text
+from memory.fs import delete_exactly, write_text_exactly
 from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
 from tools.sandbox import Confinement
 
@@ -43,10 +43,10 @@ class LocalEditor:
         return data.decode("utf-8", errors="replace")
 
     async def write_text(self, path: Path, content: str) -> None:
-        await anyio.to_thread.run_sync(atomic_write_text, path, content)
+        await anyio.to_thread.run_sync(write_text_exactly, path, content)
 
     async def delete_file(self, path: Path) -> None:
-        await anyio.Path(path).unlink(missing_ok=True)
+        await anyio.to_thread.run_sync(delete_exactly, path)
 
     def argv(self, command: str, confinement: Confinement | None) -> list[str]:
         """How the shell runs ``command``, inside the sandbox when it is confined."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from memory.fs import PathChanged
 from memory.scan import scan
 from tools.context import ToolContext, ToolScope
 from tools.contracts import Display, Location, PermissionDenied, ToolCallUpdated, ToolKind
@@ -234,6 +235,8 @@ class ToolRegistry:
             return ToolResult(str(denied), ok=False)
         except ToolError as error:
             return ToolResult(f"Error: {error}", ok=False)
+        except PathChanged as changed:  # a directory became a symlink after the path was approved
+            return ToolResult(f"Error: {changed}. The change was not made there; check the path.", ok=False)
         except Exception as error:  # a broken tool must not break the turn
             log.exception("tool %s failed", call.name)
             return ToolResult(f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False)

@@ -21,6 +21,7 @@ from acp_hermes.adapter.render import render_update, tool_content
 from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import Event
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
+from memory.fs import check_unchanged
 from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
 from tools.local_io import LocalEditor
 
@@ -156,6 +157,7 @@ class ClientEditor(LocalEditor):
         if not self.abilities.write_files:
             await super().write_text(path, content)
             return
+        await anyio.to_thread.run_sync(check_unchanged, path)  # the editor writes; this is as late as we see it
         path.parent.mkdir(parents=True, exist_ok=True)
         await self._client.request(
             "fs/write_text_file", {"sessionId": self._session_id, "path": str(path), "content": content}

@@ -89,10 +89,20 @@ def listener() -> Iterator[int]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    thread = threading.Thread(target=lambda: [server.accept()[0].close() for _ in range(2)], daemon=True)
+
+    def serve() -> None:
+        try:
+            while True:
+                server.accept()[0].close()
+        except OSError:  # closed at teardown
+            return
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield server.getsockname()[1]
+    server.shutdown(socket.SHUT_RDWR)
     server.close()
+    thread.join()
 
 
 @needs_sandbox
