@@ -125,9 +125,21 @@ class Settings(BaseModel):
             return "auto"
         return value
 
+    @field_validator("thinking_budgets", mode="after")
+    @classmethod
+    def _budget_for_every_level(cls, value: dict[ThoughtLevel, int]) -> dict[ThoughtLevel, int]:
+        """A config naming some levels changes those; the others keep their default budgets."""
+        return {**DEFAULT_THINKING_BUDGETS, **value}
+
     @property
     def has_api_key(self) -> bool:
         return self.api_key is not None and bool(self.api_key.get_secret_value().strip())
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values tool output must never carry to the model (long enough not to match by chance)."""
+        key = self.api_key.get_secret_value().strip() if self.api_key else ""
+        return (key,) if len(key) >= 12 else ()
 
     @property
     def model_choices(self) -> list[str]:

@@ -16,6 +16,8 @@ The file::
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +57,7 @@ class GrantStore:
 
         keys = tuple(keys)
         with exclusive_lock(lock_path_for(self.path)):
-            data = self._read_document()
+            data = self._read_document(keep_unreadable=True)
             projects = data.setdefault("projects", {})
             current = _project_grants(projects.get(str(project)))
             allowed, rejected = set(current.allow), set(current.reject)
@@ -69,7 +71,9 @@ class GrantStore:
         projects = self._read_document().get("projects")
         return projects if isinstance(projects, dict) else {}
 
-    def _read_document(self) -> dict[str, Any]:
+    def _read_document(self, *, keep_unreadable: bool = False) -> dict[str, Any]:
+        """The file's YAML document; an unreadable one counts as empty and, before a write
+        (``keep_unreadable``), is moved aside so a hand-edited file with a typo is not lost."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -79,7 +83,11 @@ class GrantStore:
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError:
-            if not self._unreadable_logged:
+            if keep_unreadable:
+                kept = self.path.with_name(f"{self.path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+                os.replace(self.path, kept)
+                log.warning("%s was not valid YAML; kept it as %s and started a new one", self.path, kept)
+            elif not self._unreadable_logged:
                 self._unreadable_logged = True
                 log.warning("%s is not valid YAML; ignoring remembered command grants", self.path)
             return {}

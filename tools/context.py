@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import anyio
 
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# Why a tool reads: a file's text, a whole directory (a search), or a file's old text for an edit
+# (that edit's own question shows the user the diff, so only secrets ask twice).
+ReadPurpose = Literal["file", "directory", "edit"]
+
 
 @dataclass(frozen=True, slots=True)
 class CommandPermit:
@@ -62,6 +66,9 @@ class Gate(Protocol):
     ) -> CommandPermit: ...
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
+
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+        ...
 
 
 class StateKey(Generic[T]):
@@ -126,6 +133,7 @@ class ToolContext:
     _authorized_paths: set[Path] = field(default_factory=set)
     _authorized_commands: dict[str, CommandPermit] = field(default_factory=dict)
     _authorized_state: set[Path] = field(default_factory=set)
+    _authorized_reads: set[Path] = field(default_factory=set)
 
     @property
     def session_id(self) -> str:
@@ -181,9 +189,17 @@ class ToolContext:
         await self.gate.authorize_state(self, changes)
         self._authorized_state.update(change.path for change in changes)
 
+    async def authorize_read(self, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+        """Ask to read ``paths`` (see ``ReadPurpose``); ``read_text`` asks by itself."""
+        await self.gate.authorize_read(self, paths, purpose)
+        self._authorized_reads.update(paths)
+
     # -- doing: each refuses what was not authorized for this call
 
-    async def read_text(self, path: Path) -> str:
+    async def read_text(self, path: Path, purpose: ReadPurpose = "file") -> str:
+        """The file's text (the editor's buffer where it has one), read only as the policy allows."""
+        if path not in self._authorized_reads:
+            await self.authorize_read((path,), purpose)
         return await self.editor.read_text(path)
 
     async def write_text(self, path: Path, content: str) -> None:

@@ -114,6 +114,14 @@ class PermissionDenied(Exception):
     """The call may not run; the message is what the model is told."""
 
 
+class EditorRefused(Exception):
+    """The editor answered a file or terminal request with an error; the message gives its reason.
+
+    The tool fails with it: falling back to the disk or a local shell would do what the editor
+    (and so the user) just declined.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class CommandRequest:
     command: str
@@ -188,3 +196,4 @@ class ToolServices:
     memory: MemoryStore | None = None
     sessions: SessionDB | None = None
     auxiliary: AuxiliaryModel | None = None
+    secrets: tuple[str, ...] = ()  # values never shown to the model (the API key): tool output is redacted

@@ -176,7 +176,7 @@ async def _require_file(found: _OnDisk, path: Path, ctx: ToolContext) -> None:
 async def _existing_text(path: Path, ctx: ToolContext) -> str:
     """Current text of a file that must exist, with helpful errors when it does not."""
     await _require_file(await anyio.to_thread.run_sync(_inspect, path), path, ctx)
-    return await ctx.read_text(path)
+    return await ctx.read_text(path, "edit")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -260,6 +260,7 @@ def _stream_window(path: Path, offset: int, limit: int) -> _Window:
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     path = ctx.resolve(args["path"])
+    await ctx.authorize_read((path,))  # before anything about the file is told, large files included
     offset = int(args.get("offset", 1))
     limit = int(args.get("limit", DEFAULT_READ_LIMIT))
     shown = display_path(path, ctx.cwd)
@@ -347,7 +348,7 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
     if found.kind == "other":
         raise ToolError(f"{shown} is not a regular file (a device, socket or pipe).")
-    old = await ctx.read_text(path) if found.kind == "file" else None
+    old = await ctx.read_text(path, "edit") if found.kind == "file" else None
     if old == content:
         return ToolResult(f"{shown} already has exactly this content; nothing was written.")
     await ctx.authorize_edits([FileChange(path, old, content)])
@@ -487,7 +488,7 @@ async def _current_text(name: str, ctx: ToolContext) -> str | None:
         return None
     if found.kind != "file":
         raise PatchError(f"{name}: not a regular file.")
-    return await ctx.read_text(path)
+    return await ctx.read_text(path, "edit")
 
 
 def _patch_result(edits: Sequence[FileEdit], changes: Sequence[FileChange]) -> ToolResult:
@@ -616,6 +617,7 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         limit=int(args.get("limit", 50)),
         offset=int(args.get("offset", 0)),
     )
+    await ctx.authorize_read((request.root,), "directory")
     try:
         page = await run_search(request, ctx.cwd)
     except SearchError as error:

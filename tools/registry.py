@@ -20,7 +20,7 @@ import anyio
 from memory.fs import PathChanged
 from memory.scan import scan
 from tools.context import ToolContext, ToolScope
-from tools.contracts import Display, Location, PermissionDenied, ToolCallUpdated, ToolKind
+from tools.contracts import Display, EditorRefused, Location, PermissionDenied, ToolCallUpdated, ToolKind
 
 log = logging.getLogger(__name__)
 
@@ -229,18 +229,32 @@ class ToolRegistry:
             return ToolResult(f"Error: invalid arguments for {call.name}: {problem}", ok=False)
         if not tool.access.mutates:
             await ctx.emit(ToolCallUpdated(call.id))
-        try:
-            result = await tool.handler(call.arguments, ctx)
-        except PermissionDenied as denied:
-            return ToolResult(str(denied), ok=False)
-        except ToolError as error:
-            return ToolResult(f"Error: {error}", ok=False)
-        except PathChanged as changed:  # a directory became a symlink after the path was approved
-            return ToolResult(f"Error: {changed}. The change was not made there; check the path.", ok=False)
-        except Exception as error:  # a broken tool must not break the turn
-            log.exception("tool %s failed", call.name)
-            return ToolResult(f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False)
-        result.text = cap_text(result.text)
+        result = await _run_handler(tool, call, ctx)
+        result.text = cap_text(_redacted(result.text, ctx.services.secrets))
         if not tool.trusted_output:
             result.text = await _flag_injection(call.name, result.text)
         return result
+
+
+async def _run_handler(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """The handler's result, or its failure as an error result."""
+    assert call.arguments is not None
+    try:
+        return await tool.handler(call.arguments, ctx)
+    except PermissionDenied as denied:
+        return ToolResult(str(denied), ok=False)
+    except (ToolError, EditorRefused) as error:
+        return ToolResult(f"Error: {error}", ok=False)
+    except PathChanged as changed:  # a directory became a symlink after the path was approved
+        return ToolResult(f"Error: {changed}. The change was not made there; check the path.", ok=False)
+    except Exception as error:  # a broken tool must not break the turn
+        log.exception("tool %s failed", call.name)
+        return ToolResult(f"Error: {call.name} failed: {type(error).__name__}: {error}", ok=False)
+
+
+def _redacted(text: str, secrets: Sequence[str]) -> str:
+    """``text`` without the session's secret values (a key printed by a command or read from a file)."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted: secret]")
+    return text

@@ -4,7 +4,8 @@ Classifying shell text can never be complete, so a command that runs without ask
 a sandbox the kernel enforces: the whole file system read-only except the session's workspace
 roots and a private temp directory (``$TMPDIR``, at the same path inside and out, so the file
 tools see what commands leave there), the user's credentials and the agent's own home hidden,
-no network unless allowed, and every child process inside it too. On Linux (and WSL2) that is
+no network unless allowed, and every child process inside it too (in its own process namespace
+on Linux, so ending the sandbox ends them all: a cancelled command leaves nothing running). On Linux (and WSL2) that is
 bubblewrap; on macOS, ``sandbox-exec`` with a Seatbelt profile. The command line is wrapped,
 so the same boundary holds for a local subprocess and for a command in the editor's terminal.
 
@@ -65,7 +66,7 @@ class Bubblewrap:
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
         args = [
-            self.executable, "--die-with-parent", "--new-session",
+            self.executable, "--die-with-parent", "--new-session", "--unshare-pid",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--setenv", "TMPDIR", str(profile.scratch), "--setenv", "XDG_CACHE_HOME", str(profile.scratch / ".cache"),
         ]  # fmt: skip

@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
 from typing import Literal
@@ -26,6 +26,7 @@ import anyio.abc
 
 from tools.contracts import Location
 from tools.paths import is_within
+from tools.sensitive_paths import sensitive_path_reason
 
 Engine = Literal["auto", "ripgrep", "python"]
 Target = Literal["content", "files"]
@@ -107,7 +108,21 @@ async def run_search(request: SearchRequest, base: Path, *, engine: Engine = "au
     results = await search_content(
         request.root, request.pattern, file_glob=request.file_glob, context=request.context, engine=engine
     )
-    return format_content_page(results, request, base)
+    results, withheld = _without_secrets(results, request.root)
+    page = format_content_page(results, request, base)
+    if not withheld:
+        return page
+    note = (f"\n[{withheld} matching file(s) that may hold secrets (keys, credentials, .env) were left out; "
+            "read_file asks the user before reading one.]")
+    return replace(page, text=page.text + note)
+
+
+def _without_secrets(results: ContentResults, root: Path) -> tuple[ContentResults, int]:
+    """Drop matches in files that hold secrets, unless the search was aimed at that very file
+    (reading it was then asked for as such)."""
+    home = Path.home()
+    kept = tuple(hits for hits in results.files if hits.path == root or not sensitive_path_reason(hits.path, home))
+    return replace(results, files=kept), len(results.files) - len(kept)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import Event
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
 from memory.fs import check_unchanged
-from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from tools.contracts import CommandObserver, CommandOutcome, CommandRequest, EditorRefused
 from tools.local_io import LocalEditor
 
 if TYPE_CHECKING:
@@ -145,11 +145,10 @@ class ClientEditor(LocalEditor):
             result = await self._client.request(
                 "fs/read_text_file", {"sessionId": self._session_id, "path": str(path)}
             )
-        except Exception as exc:
+        except RequestError as exc:
             if not path.exists():
                 raise FileNotFoundError(2, "No such file", str(path)) from exc
-            log.warning("fs/read_text_file failed for %s (%s); reading from disk", path, exc)
-            return await super().read_text(path)
+            raise EditorRefused(f"the editor did not read {path}: {editor_reason(exc)}") from None
         self._seen[path] = time.time()
         return str((result or {}).get("content", ""))
 
@@ -159,9 +158,12 @@ class ClientEditor(LocalEditor):
             return
         await anyio.to_thread.run_sync(check_unchanged, path)  # the editor writes; this is as late as we see it
         path.parent.mkdir(parents=True, exist_ok=True)
-        await self._client.request(
-            "fs/write_text_file", {"sessionId": self._session_id, "path": str(path), "content": content}
-        )
+        try:
+            await self._client.request(
+                "fs/write_text_file", {"sessionId": self._session_id, "path": str(path), "content": content}
+            )
+        except RequestError as exc:
+            raise EditorRefused(f"the editor did not write {path}: {editor_reason(exc)}") from None
         self._seen[path] = time.time()
 
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
@@ -169,16 +171,19 @@ class ClientEditor(LocalEditor):
             return await super().run_command(request, observer)
         self.last_command_started = time.time()
         argv = self.argv(request.command, request.confinement)
-        created = await self._client.request(
-            "terminal/create",
-            {
-                "sessionId": self._session_id,
-                "command": argv[0],
-                "args": argv[1:],
-                "cwd": str(request.cwd),
-                "outputByteLimit": request.output_limit,
-            },
-        )
+        try:
+            created = await self._client.request(
+                "terminal/create",
+                {
+                    "sessionId": self._session_id,
+                    "command": argv[0],
+                    "args": argv[1:],
+                    "cwd": str(request.cwd),
+                    "outputByteLimit": request.output_limit,
+                },
+            )
+        except RequestError as exc:
+            raise EditorRefused(f"the editor did not start the command: {editor_reason(exc)}") from None
         terminal = {"sessionId": self._session_id, "terminalId": created["terminalId"]}
         await observer.on_terminal(created["terminalId"])
         timed_out = False
@@ -209,3 +214,16 @@ class ClientEditor(LocalEditor):
             terminal_id=created["terminalId"],
             sandboxed=request.confinement is not None,
         )
+
+
+def editor_reason(error: RequestError) -> str:
+    """The most specific reason an editor gave for an error answer (its data often says more
+    than a generic "Internal error")."""
+    data = error.data
+    if isinstance(data, str) and data.strip():
+        return data.strip()
+    if isinstance(data, dict):
+        for key in ("details", "message", "reason", "error"):
+            if isinstance(data.get(key), str) and data[key].strip():
+                return str(data[key]).strip()
+    return str(error) or f"error {error.code}"

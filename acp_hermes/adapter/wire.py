@@ -119,14 +119,17 @@ def too_deep(line: bytes, limit: int = MAX_NESTING) -> bool:
 def top_level_id(line: bytes) -> Any:
     """The ``id`` of a JSON-RPC message read without parsing it (for one too deep to parse), or None."""
     depth = 0
+    previous = b""
     tokens = _TOKEN.finditer(line)
     for token in tokens:
         text = token.group(0)
+        is_key = previous in (b"{", b",")  # a string there is a key; after ':' it is a value
+        previous = text
         if text in (b"[", b"{"):
             depth += 1
         elif text in (b"]", b"}"):
             depth -= 1
-        elif depth == 1 and text == b'"id"' and next(tokens, None) is not None:  # the ':'
+        elif depth == 1 and is_key and text == b'"id"' and next(tokens, None) is not None:  # the ':'
             value = next(tokens, None)
             try:
                 found = json.loads(value.group(0)) if value is not None else None

@@ -127,15 +127,14 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
 
     def open_db() -> None:
         try:
+            from memory.fs import remove_stale_temp_files
             from memory.session_db import SessionDB
 
+            for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
+                remove_stale_temp_files(directory)
             opening.set_result(SessionDB(paths.state_db))
         except BaseException as exc:  # handed to whoever needs the database
             opening.set_exception(exc)
-        from memory.fs import remove_stale_temp_files
-
-        for directory in (paths.own, paths.memories):
-            remove_stale_temp_files(directory)
 
     threading.Thread(target=open_db, name="state.db open", daemon=True).start()
     return opening

@@ -295,11 +295,6 @@ class AgentLoop:
                 ToolOutcome(record.call.id, record.call.name, record.title, record.kind, record.call.arguments,
                             reason, False, display, ())
             )
-        if self._has_pending_tool_use():
-            await self._transcript.add_tool_results(outcomes)
-
-    def _has_pending_tool_use(self) -> bool:
-        last = self._transcript.messages[-1] if self._transcript.messages else None
-        return last is not None and last["role"] == "assistant" and any(
-            b.get("type") == "tool_use" for b in last["content"]
-        )
+        # The last assistant message and the results stored so far (a batch may be half done).
+        unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}
+        await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])

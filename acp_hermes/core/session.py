@@ -84,7 +84,8 @@ class Session:
             session_id=session_id,
             cwd=cwd,
             roots=roots,
-            services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary),
+            services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary,
+                                  secrets=runtime.settings.secrets),
             sandbox=SessionSandbox(
                 enabled=runtime.settings.sandbox != "off",
                 writable=roots,

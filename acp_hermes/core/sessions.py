@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.core.errors import SessionNotFoundError
 from acp_hermes.core.events import EventSink
-from acp_hermes.core.history import unanswered_calls
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
 from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
@@ -62,7 +61,7 @@ class SessionManager:
             thought_level=config.get("thought_level", settings.thought_level),
         )
         transcript = Transcript(record.id, self.runtime.db, history_from_rows(rows))
-        left_open = unanswered_calls(transcript.messages[-1:])
+        left_open = transcript.last_calls_left_open()
         if left_open:  # the process that ran them was killed, or the editor quit mid-turn
             transcript.close_interrupted(left_open)
             rows = self.runtime.db.messages(record.id)

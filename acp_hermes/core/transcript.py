@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.history import INTERRUPTED
+from acp_hermes.core.history import INTERRUPTED, unanswered_calls
 from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
 from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
@@ -117,6 +117,14 @@ class Transcript:
             finish_reason=stop_reason,
             token_count=output_tokens,
         )
+
+    def last_calls_left_open(self) -> list[dict[str, Any]]:
+        """The tool calls of the last assistant message that have no result yet (all of them, or
+        the rest of a batch cut short), when nothing came after their results."""
+        tail = self.messages[-2:]
+        if not tail or not (tail[-1]["role"] == "assistant" or _is_tool_results(tail[-1]["content"])):
+            return []
+        return unanswered_calls(tail)
 
     def close_interrupted(self, calls: Sequence[dict[str, Any]]) -> None:
         """Give tool calls a process left without results an "interrupted" result, stored now

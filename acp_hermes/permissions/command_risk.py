@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from acp_hermes.permissions.path_risk import PROFILE_NAMES, sensitive_path_reason
 from acp_hermes.permissions.shell_parse import (
     READERS,
     Command,
@@ -39,6 +38,7 @@ from acp_hermes.permissions.shell_parse import (
     program_source,
     skip_options,
 )
+from tools.sensitive_paths import PROFILE_NAMES, sensitive_path_reason
 
 RiskLevel = Literal["normal", "dangerous", "catastrophic"]
 

@@ -24,6 +24,7 @@ from acp_hermes.permissions.policy import (
     EditRequest,
     GrantOffer,
     Grants,
+    ReadRequest,
     Request,
     StateRequest,
     Surroundings,
@@ -32,7 +33,7 @@ from acp_hermes.permissions.policy import (
 )
 from memory.grants import GrantStore, ProjectGrants
 from memory.text import one_line
-from tools.context import CommandPermit, ToolContext
+from tools.context import CommandPermit, ReadPurpose, ToolContext
 from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,8 @@ class SessionGrants:
     state: bool | None = None
     allow_commands: set[str] = field(default_factory=set)
     reject_commands: set[str] = field(default_factory=set)
+    readable_dirs: set[Path] = field(default_factory=set)
+    unreadable_dirs: set[Path] = field(default_factory=set)
 
 
 class PermissionGate:
@@ -127,10 +130,16 @@ class PermissionGate:
         title = ctx.title or "Update memory"
         await self._settle(ctx, StateRequest(), title, "edit", display)
 
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+        request = ReadRequest(tuple(paths), purpose)
+        shown = ", ".join(str(path) for path in paths)
+        display: tuple[Display, ...] = (TextDisplay(f"Read {shown}"),)
+        await self._settle(ctx, request, ctx.title or f"Read {one_line(shown, 80)}", "read", display, show=False)
+
     # -- carrying out a verdict
 
     async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
-                      display: tuple[Display, ...]) -> Verdict:
+                      display: tuple[Display, ...], *, show: bool = True) -> Verdict:
         where = Surroundings(self._home, self._hermes_home, ctx.roots)
         verdict = decide(request, self.mode, await self.grants(), where)
         if verdict.outcome == "refuse":
@@ -145,7 +154,8 @@ class PermissionGate:
             if choice in (ALLOW_ALWAYS, REJECT_ALWAYS) and verdict.offer is not None:
                 await self._remember(verdict.offer, allow=choice == ALLOW_ALWAYS)
             _require_allowed(choice)
-        await ctx.show(display)
+        if show:
+            await ctx.show(display)
         return verdict
 
     async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
@@ -167,6 +177,8 @@ class PermissionGate:
             self.session.edits = allow
         elif offer.scope == "state":
             self.session.state = allow
+        elif offer.scope == "reads":
+            (self.session.readable_dirs if allow else self.session.unreadable_dirs).update(map(Path, offer.keys))
         else:
             (self.session.allow_commands if allow else self.session.reject_commands).update(offer.keys)
             self._project_grants = await anyio.to_thread.run_sync(
@@ -185,6 +197,8 @@ class PermissionGate:
             state=self.session.state,
             allowed_commands=frozenset(self.session.allow_commands | project.allow),
             rejected_commands=frozenset(self.session.reject_commands | project.reject),
+            readable_dirs=frozenset(self.session.readable_dirs),
+            unreadable_dirs=frozenset(self.session.unreadable_dirs),
         )
 
     async def describe(self) -> list[str]:
@@ -197,6 +211,8 @@ class PermissionGate:
             lines.append(f"memory updates this session: {'allowed' if grants.state else 'rejected'}")
         lines += [f"allow command: {key}" for key in sorted(grants.allowed_commands)]
         lines += [f"reject command: {key}" for key in sorted(grants.rejected_commands)]
+        lines += [f"read this session: {path}" for path in sorted(grants.readable_dirs)]
+        lines += [f"no reading this session: {path}" for path in sorted(grants.unreadable_dirs)]
         return lines
 
 

@@ -1,10 +1,14 @@
-"""The permission policy: for each mutation a tool wants, allow, ask or refuse, and why.
+"""The permission policy: for each side effect or read a tool wants, allow, ask or refuse, and why.
 
 ``decide`` is a pure function of the request, the mode and the grants in force (no I/O, no
 asking): tests can table it, and the gate (``gate.py``) only carries out its verdict. A verdict
 that asks also says what answering "always" would remember (``GrantOffer``); None means the
 question may only be answered once (dangerous commands, writes outside the workspace or to
 sensitive paths).
+
+Reads: the workspace is free to read; a path that holds secrets (private keys, credentials,
+environment files, the agent's own configuration) asks every time in every mode; any other path
+outside the workspace asks in ``default`` mode, where "always" covers its directory for the session.
 
 Commands and the OS sandbox: where the session can sandbox commands, the classification only
 decides when to ask, and the sandbox holds. A command rated normal then runs without a question
@@ -21,13 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from acp_hermes.permissions.modes import Mode
+from tools.context import ReadPurpose
 from tools.paths import is_within
 
 if TYPE_CHECKING:
     from acp_hermes.permissions.command_risk import CommandRisk
 
 Outcome = Literal["allow", "ask", "refuse"]
-GrantScope = Literal["edits", "state", "commands"]
+GrantScope = Literal["edits", "state", "commands", "reads"]
 
 DECLINED = "The user declined this action, so it did not run. Do not retry it; ask the user how to proceed."
 PLAN_REFUSAL = (
@@ -56,7 +61,16 @@ class StateRequest:
     """A change to the agent's own stores (memory, skills)."""
 
 
-Request = EditRequest | CommandRequest | StateRequest
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """Paths a tool wants to read (absolute, resolved), and why: their text, a whole directory
+    (a search), or a file's old text for an edit (whose own question then shows the diff)."""
+
+    paths: tuple[Path, ...]
+    purpose: ReadPurpose = "file"
+
+
+Request = EditRequest | CommandRequest | StateRequest | ReadRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +81,8 @@ class Grants:
     state: bool | None = None
     allowed_commands: frozenset[str] = frozenset()
     rejected_commands: frozenset[str] = frozenset()
+    readable_dirs: frozenset[Path] = frozenset()  # outside the workspace: reading allowed this session
+    unreadable_dirs: frozenset[Path] = frozenset()  # ... and refused this session
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +119,8 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
         return _decide_edits(request, mode, grants, where)
     if isinstance(request, CommandRequest):
         return _decide_command(request, mode, grants, where)
+    if isinstance(request, ReadRequest):
+        return _decide_read(request, mode, grants, where)
     return _decide_state(mode, grants)
 
 
@@ -111,7 +129,7 @@ def _refuse(message: str, *reasons: str) -> Verdict:
 
 
 def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    from acp_hermes.permissions.path_risk import sensitive_path_reason  # rule tables: kept off start-up
+    from tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
@@ -134,6 +152,34 @@ def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surro
         "edits", (), "Allow all edits in this workspace for this session", "Reject all edits for this session"
     )
     return Verdict("ask", offer=offer)
+
+
+def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    from tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
+
+    secrets = [
+        reason if len(request.paths) == 1 else f"{path}: {reason}"
+        for path in request.paths
+        if (reason := sensitive_path_reason(path, where.home, hermes_home=where.hermes_home))
+    ]
+    if secrets:
+        return Verdict("ask", tuple(secrets))
+    if request.purpose == "edit":
+        return Verdict("allow", ("the edit asks by itself",))
+    outside = [path for path in request.paths
+               if not is_within(path, where.roots) and not is_within(path, grants.readable_dirs)]
+    if not outside:
+        return Verdict("allow", ("inside the workspace or a directory allowed this session",))
+    if any(is_within(path, grants.unreadable_dirs) for path in outside):
+        return _refuse("The user chose to reject reads of this directory in this session. " + DECLINED,
+                       "reads rejected")
+    if mode is not Mode.DEFAULT:
+        return Verdict("allow", (f"{mode.value} mode",))
+    directories = tuple(dict.fromkeys(str(path if request.purpose == "directory" else path.parent) for path in outside))
+    label = directories[0] if len(directories) == 1 else f"{len(directories)} directories"
+    offer = GrantOffer("reads", directories, f"Always allow reading {label} this session",
+                       f"Reject reading {label} this session")
+    return Verdict("ask", tuple(f"{path} is outside the workspace" for path in outside), offer=offer)
 
 
 def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:

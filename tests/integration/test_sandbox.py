@@ -8,12 +8,14 @@ the reason where bubblewrap is missing or cannot create namespaces.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from tests.support.acp_harness import EditorClient, choose, running_agent, write_config
+from tests.support.acp_harness import EditorClient, PromptTask, cancel_and_wait, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
 from tools.sandbox import detect
@@ -111,3 +113,39 @@ async def test_without_a_sandbox_the_user_is_told_once_per_session(tmp_path: Pat
     assert any("without an OS sandbox" in str(item) for item in first)
     assert not any("without an OS sandbox" in str(item) for item in second)
     assert "no sandbox: turned off in the configuration" in described
+
+
+def running_with(token: str) -> list[int]:
+    """Host pids of live processes whose command line contains ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and token in (entry / "cmdline").read_bytes().decode(errors="replace") \
+                    and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@needs_sandbox
+async def test_cancelling_a_sandboxed_command_ends_everything_it_started(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    token = f"31.{os.getpid()}"  # a sleep length no other process uses
+    command = f"(setsid sleep {token} &) ; (sleep {token}; touch late) & echo started; sleep {token}"
+    fake_anthropic.script(terminal(command, "toolu_slow"), text_reply("Still here."))
+    fake_anthropic.script_auxiliary(text_reply("Cancelled"))
+    async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_once"))) as agent:
+        sid = await agent.new_session()
+        task = PromptTask(agent, sid)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "wait")
+            await agent.wait_for(lambda: len(running_with(token)) >= 3)
+            assert await cancel_and_wait(agent, task) == "cancelled"
+        # The namespace is torn down by the kernel once its first process dies: bounded wait for that.
+        with anyio.fail_after(10):
+            while running_with(token):
+                await anyio.sleep(0.05)
+        assert await agent.prompt(sid, "and now?") == "end_turn"
+    assert not (agent.workspace / "late").exists()

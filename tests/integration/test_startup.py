@@ -17,7 +17,7 @@ from tests.support.acp_harness import raw_agent
 HEAVY = ("anthropic", "jsonschema", "httpx")
 TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
                 "tools.search", "tools.diffs", "tools.registry")
-RULE_TABLES = ("acp_hermes.permissions.command_risk", "acp_hermes.permissions.path_risk")
+RULE_TABLES = ("acp_hermes.permissions.command_risk", "tools.sensitive_paths")
 _IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)\s*$")
 
 
@@ -27,7 +27,9 @@ def imported_modules(stderr: str) -> set[str]:
 
 @pytest.mark.anyio
 async def test_initialize_imports_no_model_sdk_validator_or_tool(tmp_path: Path) -> None:
-    async with raw_agent(tmp_path, None, env={"PYTHONPROFILEIMPORTTIME": "1"}) as agent:
+    # Quiet logs: a log line written while the interpreter traces imports could split a trace line.
+    env = {"PYTHONPROFILEIMPORTTIME": "1", "ACP_HERMES_LOG_LEVEL": "WARNING"}
+    async with raw_agent(tmp_path, None, env=env) as agent:
         response = await agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         assert response["result"]["agentInfo"]["name"] == "acp-hermes"
     modules = imported_modules(agent.stderr_path.read_text(encoding="utf-8", errors="replace"))

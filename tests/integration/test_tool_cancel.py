@@ -16,13 +16,20 @@ import anyio
 import pytest
 
 from acp_hermes.core.loop import CANCELLED_RESULT
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
+from tests.support.acp_harness import (
+    AgentProcess,
+    EditorClient,
+    PromptTask,
+    cancel_and_wait,
+    choose,
+    running_agent,
+    write_config,
+)
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import check_tool_calls, tool_result
 
 pytestmark = pytest.mark.anyio
 
-CANCEL_LIMIT = 10.0  # seconds a cancelled prompt may take to return (the kill escalates after 2 s)
 SLOW_COMMAND = "echo pid=$$; sleep 30; touch marker"
 
 
@@ -38,27 +45,6 @@ def group_alive(pgid: int) -> bool:
         if fields[0] != "Z" and int(fields[2]) == pgid:
             return True
     return False
-
-
-class PromptTask:
-    """Runs one prompt in the background so the test can act while it is in flight."""
-
-    def __init__(self, agent: AgentProcess, session_id: str) -> None:
-        self.agent = agent
-        self.session_id = session_id
-        self.stop_reason: str | None = None
-        self.done = anyio.Event()
-
-    async def run(self, text: str) -> None:
-        self.stop_reason = await self.agent.prompt(self.session_id, text)
-        self.done.set()
-
-
-async def cancel_and_wait(agent: AgentProcess, task: PromptTask) -> str | None:
-    await agent.conn.cancel(session_id=task.session_id)
-    with anyio.fail_after(CANCEL_LIMIT):
-        await task.done.wait()
-    return task.stop_reason
 
 
 async def test_cancel_while_a_permission_request_is_pending(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
@@ -97,6 +83,7 @@ async def test_cancel_while_a_local_command_runs_kills_its_process_group(
         text_reply("Still here."),
     )
     fake_anthropic.script_auxiliary(text_reply("Cancel command"))
+    write_config(tmp_path / "hermes-home", "sandbox: off\n")  # host pids: the sandboxed case is in test_sandbox
     async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_once"))) as agent:
         sid = await agent.new_session()
         task = PromptTask(agent, sid)

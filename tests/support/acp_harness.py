@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -69,8 +69,11 @@ class _Terminal:
 class EditorClient:
     """The editor side of the connection, with real file and terminal behaviour."""
 
-    def __init__(self, *, policy: PermissionPolicy | None = None, hold_permissions: bool = False) -> None:
+    def __init__(self, *, policy: PermissionPolicy | None = None, hold_permissions: bool = False,
+                 refuse_reads: str | None = None, refuse_terminals: str | None = None) -> None:
         self.policy = policy or choose("allow_once")
+        self.refuse_reads = refuse_reads  # answer fs/read_text_file with this reason, as an error
+        self.refuse_terminals = refuse_terminals  # ... and terminal/create
         self.buffers: dict[str, str] = {}
         self.permission_requests: list[dict[str, Any]] = []
         self.permission_asked = anyio.Event()
@@ -103,6 +106,8 @@ class EditorClient:
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **kwargs: Any) -> ReadTextFileResponse:
         self.reads.append(path)
+        if self.refuse_reads is not None:
+            raise RequestError(-32603, "Internal error", {"details": self.refuse_reads})
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
         return ReadTextFileResponse(content=await anyio.Path(path).read_text(encoding="utf-8"))
@@ -118,6 +123,8 @@ class EditorClient:
                               cwd: str | None = None, env: Any = None, output_byte_limit: int | None = None,
                               **kwargs: Any) -> CreateTerminalResponse:
         self.terminal_commands.append((command, list(args or [])))
+        if self.refuse_terminals is not None:
+            raise RequestError(-32603, "Internal error", {"details": self.refuse_terminals})
         process = await asyncio.create_subprocess_exec(
             command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
@@ -246,6 +253,30 @@ class AgentProcess:
         """Wait until ``count`` updates of ``kind`` arrived; returns the ``count``-th."""
         await self.wait_for(lambda: len(self.updates(session_id, kind)) >= count, timeout)
         return self.updates(session_id, kind)[count - 1]
+
+
+CANCEL_LIMIT = 10.0  # seconds a cancelled prompt may take to return (the kill escalates after 2 s)
+
+
+class PromptTask:
+    """Runs one prompt in the background so the test can act while it is in flight."""
+
+    def __init__(self, agent: AgentProcess, session_id: str) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.stop_reason: str | None = None
+        self.done = anyio.Event()
+
+    async def run(self, text: str) -> None:
+        self.stop_reason = await self.agent.prompt(self.session_id, text)
+        self.done.set()
+
+
+async def cancel_and_wait(agent: AgentProcess, task: PromptTask) -> str | None:
+    await agent.conn.cancel(session_id=task.session_id)
+    with anyio.fail_after(CANCEL_LIMIT):
+        await task.done.wait()
+    return task.stop_reason
 
 
 def server_env(home: Path, fake: FakeAnthropic | None, **extra: str) -> dict[str, str]:

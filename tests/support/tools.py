@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.context import CommandPermit, Gate, ToolContext, ToolScope, ToolState
+from tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
 from tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
 from tools.local_io import LocalEditor
 from tools.sandbox import SessionSandbox
@@ -31,6 +31,7 @@ class RecordingGate:
     edits: list[list[FileChange]] = field(default_factory=list)
     commands: list[tuple[str, Path]] = field(default_factory=list)
     states: list[list[FileChange]] = field(default_factory=list)
+    reads: list[list[Path]] = field(default_factory=list)
 
     def _decide(self) -> None:
         if not self.allow:
@@ -50,6 +51,9 @@ class RecordingGate:
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         self.states.append(list(changes))
         self._decide()
+
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+        self.reads.append(list(paths))  # reads are never refused here: the policy's tests cover that
 
 
 def make_scope(

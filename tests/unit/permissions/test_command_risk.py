@@ -666,7 +666,7 @@ def test_grant_keys_name_exactly_what_runs(command: str, keys: tuple[str, ...] |
         ("sed -i 's/x/y/' ~/.bashrc", "shell profile"),
         ("echo 'hook' > .git/hooks/pre-commit", ".git"),
         ("printf 'X=1' >> .env", "environment file"),
-        ("cp evil ~/.gitconfig", "outside the workspace"),
+        ("cp evil ~/.gitconfig", "git configuration"),
         ("tee ~/.aws/credentials < creds", "AWS credentials"),
         ("ln -sf /tmp/x ~/.ssh/authorized_keys", "SSH"),
         ("dd if=key of=/home/dev/.ssh/id_rsa", "SSH"),

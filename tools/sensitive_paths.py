@@ -1,17 +1,17 @@
-"""Which file paths are sensitive: writing them always needs the user's approval.
+"""Which file paths hold secrets or run code: reading or writing them always needs the user's approval.
 
-Pure functions of their arguments (no I/O).
+Pure functions of their arguments (no I/O). The permission policy asks by them; the search tool
+leaves such files out of what it reports.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from acp_hermes.permissions.shell_parse import names
-
-PROFILE_NAMES = names(
-    ".bashrc .bash_profile .bash_login .bash_logout .profile .zshrc .zprofile .zshenv .zlogin .zlogout"
-)
+PROFILE_NAMES = frozenset({
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile",
+    ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout",
+})
 
 _VCS_AND_SSH_DIRS = {".git": "inside a .git directory (hooks run code)", ".ssh": "inside an SSH directory"}
 _HOME_CREDENTIAL_DIRS = {
@@ -28,12 +28,13 @@ _ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".en
 
 
 def sensitive_path_reason(path: Path, home: Path, *, hermes_home: Path | None = None) -> str | None:
-    """Why writing ``path`` (absolute) always needs the user's approval, or None.
+    """Why reading or writing ``path`` (absolute) always needs the user's approval, or None.
 
     Covers any ``.git`` or ``.ssh`` directory, credential directories in ``home`` (``.aws``,
     ``.kube``, ``.docker``, ``.gnupg``, ``.azure``; a project's own ``.docker/`` is fine),
     credential files and private keys, environment files (``.env``, ``.env.*`` and direnv's
-    ``.envrc``, but not committed templates like ``.env.example``), shell profiles in ``home``,
+    ``.envrc``, but not committed templates like ``.env.example``), shell profiles and the git
+    configuration in ``home``,
     ``/etc`` and everything under ``hermes_home`` (the agent's configuration, memory, secrets).
     """
     parts = [part.lower() for part in path.parts]
@@ -56,6 +57,8 @@ def sensitive_path_reason(path: Path, home: Path, *, hermes_home: Path | None = 
         return "SSH authorized keys"
     if (path.parent == home and name in PROFILE_NAMES) or path == home / ".config" / "fish" / "config.fish":
         return "shell profile"
+    if path in (home / ".gitconfig", home / ".config" / "git" / "config"):
+        return "git configuration (it can make git run programs)"
     if parts[:2] == ["/", "etc"]:
         return "system configuration"
     return None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_hermes.permissions.path_risk import sensitive_path_reason
+from tools.sensitive_paths import sensitive_path_reason
 
 HOME = Path("/home/dev")
 SENSITIVE = [

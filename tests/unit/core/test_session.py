@@ -1,0 +1,231 @@
+"""Sessions in-process: turns through the fake provider, stored in a real SessionDB and restored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_hermes.config import Paths, Settings
+from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
+from acp_hermes.core.events import AgentText, UsageReported
+from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
+from acp_hermes.core.runtime import Runtime
+from acp_hermes.core.session import PLAN_MODE_NOTE, Session
+from acp_hermes.core.sessions import SessionManager, SessionWiring
+from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
+from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.model.types import ModelRequest, StreamEvent
+from acp_hermes.permissions.gate import PermissionQuestion
+from acp_hermes.permissions.modes import Mode
+from tests.support.fake_provider import FakeProvider, text, tool_call
+from tests.support.tools import EventLog
+from tools.contracts import TextDisplay
+from tools.local_io import LocalEditor
+
+pytestmark = pytest.mark.anyio
+
+
+class RefusingAsker:
+    def __init__(self) -> None:
+        self.questions: list[PermissionQuestion] = []
+
+    async def ask(self, question: PermissionQuestion) -> str:
+        self.questions.append(question)
+        return "cancelled"
+
+
+@dataclass
+class Env:
+    runtime: Runtime
+    provider: FakeProvider
+    cwd: Path
+    log: EventLog = field(default_factory=EventLog)
+    asker: RefusingAsker = field(default_factory=RefusingAsker)
+
+    def manager(self) -> SessionManager:
+        """A manager with no live sessions (what a new connection to the same store gets)."""
+        return SessionManager(self.runtime, SessionWiring(
+            sink_for=lambda sid: self.log,  # type: ignore[arg-type,return-value]
+            asker_for=lambda sid: self.asker,
+            editor_for=lambda sid: LocalEditor(),
+        ))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    provider = FakeProvider()
+    settings = Settings(sandbox="off", models=["claude-other"])
+    runtime = Runtime(settings, Paths(tmp_path / "hermes"), _provider=provider)  # type: ignore[arg-type]
+    yield Env(runtime, provider, cwd)
+    runtime.db.close()
+
+
+async def ask(session: Session, prompt: str) -> str:
+    return await session.prompt([TextPart(prompt)])
+
+
+async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> None:
+    (env.cwd / "a.txt").write_text("apple\n")
+    env.provider.script(tool_call("read_file", {"path": "a.txt"}, preface="Looking."), text("It is apple."))
+    session = env.manager().create(env.cwd, ())
+    assert await ask(session, "what is in a.txt?") == "end_turn"
+    live = session.transcript.messages
+    assert [m["role"] for m in live] == ["user", "assistant", "user", "assistant"]
+
+    restored, rows = env.manager().restore(session.id, env.cwd, ())
+    assert restored is not session
+    assert restored.transcript.messages == live
+    assert restored.system_prompt == session.system_prompt != ""
+    shown = list(stored_messages(rows))
+    assert [type(m) for m in shown] == [StoredPrompt, StoredReply, StoredToolCall, StoredReply]
+    prompt, first, call, last = shown
+    assert isinstance(prompt, StoredPrompt) and prompt.parts == (TextPart("what is in a.txt?"),)
+    assert isinstance(first, StoredReply) and first.text == "Looking."
+    assert isinstance(call, StoredToolCall) and (call.name, call.ok, call.raw_input) == (
+        "read_file", True, {"path": "a.txt"})
+    assert isinstance(last, StoredReply) and last.text == "It is apple."
+
+
+async def test_restored_session_continues_the_conversation(env: Env) -> None:
+    env.provider.script(text("first answer"), text("second answer"))
+    session = env.manager().create(env.cwd, ())
+    await ask(session, "one")
+    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    assert await ask(restored, "two") == "end_turn"
+    sent = env.provider.requests[-1].messages
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == [{"type": "text", "text": "first answer"}]
+    assert env.provider.requests[-1].system == session.system_prompt
+
+
+async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
+    env.provider.script(text("hi"))
+    session = env.manager().create(env.cwd, ())
+    await ask(session, "hello")
+    record = env.runtime.db.get_session(session.id)
+    assert record is not None
+    assert (record.input_tokens, record.output_tokens, record.api_call_count) == (10, 5, 1)
+    [report] = [e for e in env.log.events if isinstance(e, UsageReported)]
+    assert report.used == 15 and session.last_context_tokens == 15
+
+
+async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
+    session = env.manager().create(env.cwd, ())
+    session.set_choice("mode", "plan")
+    session.set_choice("model", "claude-other")
+    session.set_choice("thought_level", "high")
+    assert session.gate.mode is Mode.PLAN
+    record = env.runtime.db.get_session(session.id)
+    assert record is not None
+    assert (record.mode, record.model, record.model_config) == ("plan", "claude-other", {"thought_level": "high"})
+    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    assert (restored.choices.mode, restored.choices.model, restored.choices.thought_level) == (
+        Mode.PLAN, "claude-other", "high")
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("mode", "yolo"), ("model", "claude-unknown"), ("thought_level", "extreme"), ("colour", "blue"), ("mode", 3),
+])
+async def test_invalid_choice_is_refused_and_not_persisted(env: Env, option: str, value: Any) -> None:
+    session = env.manager().create(env.cwd, ())
+    with pytest.raises(InvalidInput):
+        session.set_choice(option, value)
+    record = env.runtime.db.get_session(session.id)
+    assert record is not None
+    assert (record.mode, record.model) == ("default", env.runtime.settings.model)
+
+
+async def test_choices_shape_the_next_request(env: Env) -> None:
+    env.provider.script(text("a plan"))
+    session = env.manager().create(env.cwd, ())
+    session.set_choice("mode", "plan")
+    session.set_choice("thought_level", "low")
+    await ask(session, "plan it")
+    request = env.provider.requests[0]
+    assert request.thinking_budget == env.runtime.settings.thinking_budgets["low"]
+    assert request.messages[0]["content"][-1] == {"type": "text", "text": PLAN_MODE_NOTE}
+
+
+async def test_close_ends_the_session_and_refuses_later_prompts(env: Env) -> None:
+    manager = env.manager()
+    session = manager.create(env.cwd, ())
+    manager.close(session.id)
+    assert session.closed
+    with pytest.raises(SessionNotFoundError):
+        manager.get(session.id)
+    assert await ask(session, "still there?") == "cancelled"
+    assert env.provider.requests == []
+    manager.close(session.id)  # stored but no longer live: closing again is harmless
+    with pytest.raises(SessionNotFoundError):
+        manager.close("no-such-session")
+
+
+async def test_cancel_stops_a_running_turn(env: Env) -> None:
+    requested = anyio.Event()
+
+    def reply(request: ModelRequest) -> list[StreamEvent]:
+        requested.set()
+        return text("never shown")
+
+    env.provider.gate = anyio.Event()  # the stream never starts
+    env.provider.script(reply)
+    session = env.manager().create(env.cwd, ())
+    outcome: list[str] = []
+
+    async def run() -> None:
+        outcome.append(await ask(session, "slow"))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await requested.wait()
+        session.cancel()
+    assert outcome == ["cancelled"]
+    assert not [e for e in env.log.events if isinstance(e, AgentText)]
+    assert [r.role for r in env.runtime.db.messages(session.id)] == ["user"]
+    env.provider.gate = None
+    env.provider.script(text("back"))
+    assert await ask(session, "again") == "end_turn"  # a cancel stops only the turns before it
+
+
+async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:
+    session = env.manager().create(env.cwd, ())
+    transcript = session.transcript
+    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    call = {"type": "tool_use", "id": "toolu_killed", "name": "terminal", "input": {"command": "make"}}
+    await transcript.add_assistant([call], message_id="m1", text="", reasoning="", stop_reason="tool_use",
+                                   output_tokens=3)
+
+    restored, rows = env.manager().restore(session.id, env.cwd, ())
+    assert restored.transcript.messages[-1] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_killed", "content": INTERRUPTED, "is_error": True}]}
+    assert unanswered_calls(restored.transcript.messages) == []
+    assert rows[-1].role == "tool" and rows[-1].tool_call_id == "toolu_killed"
+    assert env.runtime.db.messages(session.id)[-1].tool_call_id == "toolu_killed"  # stored, not only in memory
+    [closed] = [m for m in stored_messages(rows) if isinstance(m, StoredToolCall)]
+    assert (closed.name, closed.ok, closed.display) == ("terminal", False, (TextDisplay(INTERRUPTED),))
+
+    env.provider.script(text("resumed"))
+    assert await ask(restored, "continue") == "end_turn"
+    assert env.provider.requests[-1].messages == restored.transcript.messages[:-1]  # sent as stored, unrepaired
+
+
+async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> None:
+    session = env.manager().create(env.cwd, ())
+    transcript = session.transcript
+    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"path": n}} for n in "ab"]
+    await transcript.add_assistant(calls, message_id="m1", text="", reasoning="", stop_reason="tool_use",
+                                   output_tokens=3)
+    done = ToolOutcome("toolu_a", "read_file", "Read a", "read", {"path": "a"}, "A", True, (TextDisplay("A"),), ())
+    await transcript.add_tool_results([done])
+
+    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    assert unanswered_calls(restored.transcript.messages) == []
+    assert repaired(restored.transcript.messages) == restored.transcript.messages
