@@ -36,7 +36,6 @@ from tools.paths import resolve_path
 from tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
 from tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
 
-TOOLSET = "files"
 DEFAULT_READ_LIMIT = 500
 MAX_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -645,7 +644,6 @@ FILE_TOOLS: list[Tool] = [
         description=READ_FILE_DESCRIPTION,
         schema=READ_FILE_SCHEMA,
         handler=read_file,
-        toolset=TOOLSET,
         kind="read",
         access=Access.READ,
         parallel_safe=True,
@@ -656,7 +654,6 @@ FILE_TOOLS: list[Tool] = [
         description=WRITE_FILE_DESCRIPTION,
         schema=WRITE_FILE_SCHEMA,
         handler=write_file,
-        toolset=TOOLSET,
         kind="edit",
         access=Access.EDIT,
         present=present_write,
@@ -666,7 +663,6 @@ FILE_TOOLS: list[Tool] = [
         description=PATCH_DESCRIPTION,
         schema=PATCH_SCHEMA,
         handler=patch,
-        toolset=TOOLSET,
         kind="edit",
         access=Access.EDIT,
         present=present_patch,
@@ -676,7 +672,6 @@ FILE_TOOLS: list[Tool] = [
         description=SEARCH_FILES_DESCRIPTION,
         schema=SEARCH_FILES_SCHEMA,
         handler=search_files,
-        toolset=TOOLSET,
         kind="search",
         access=Access.READ,
         parallel_safe=True,

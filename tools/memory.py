@@ -153,7 +153,6 @@ MEMORY_TOOL = Tool(
     description=DESCRIPTION,
     schema=SCHEMA,
     handler=_run,
-    toolset="memory",
     kind="other",
     access=Access.STATE,
     parallel_safe=False,

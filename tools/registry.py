@@ -82,7 +82,6 @@ class Tool:
     description: str
     schema: dict[str, Any]
     handler: Handler
-    toolset: str
     kind: ToolKind
     access: Access
     parallel_safe: bool = False

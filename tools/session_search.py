@@ -155,7 +155,6 @@ SESSION_SEARCH_TOOL = Tool(
     description=DESCRIPTION,
     schema=SCHEMA,
     handler=_run,
-    toolset="session_search",
     kind="search",
     access=Access.READ,
     parallel_safe=True,

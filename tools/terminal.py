@@ -28,7 +28,6 @@ from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
 
-TOOLSET = "terminal"
 DEFAULT_TIMEOUT = 180.0
 MIN_TIMEOUT = 1.0
 MAX_TIMEOUT = 3600.0
@@ -256,7 +255,6 @@ TERMINAL_TOOL = Tool(
     description=DESCRIPTION,
     schema=SCHEMA,
     handler=terminal,
-    toolset=TOOLSET,
     kind="execute",
     access=Access.EXECUTE,
     parallel_safe=False,

@@ -22,7 +22,6 @@ from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled"]
 
-TOOLSET = "todo"
 STATUSES: tuple[TodoStatus, ...] = ("pending", "in_progress", "completed", "cancelled")
 MAX_ITEMS = 256
 MAX_CONTENT_CHARS = 4000
@@ -177,7 +176,6 @@ TODO_TOOL = Tool(
     description=DESCRIPTION,
     schema=SCHEMA,
     handler=todo,
-    toolset=TOOLSET,
     kind="other",
     access=Access.READ,
     parallel_safe=False,

@@ -85,7 +85,7 @@ def blocking_tool(started: anyio.Event, *, parallel_safe: bool = False) -> Tool:
         raise AssertionError("unreachable")
 
     return Tool(name="wait", description="Waits forever.", schema={"type": "object", "properties": {}},
-                handler=handler, toolset="test", kind="other", access=Access.READ, parallel_safe=parallel_safe)
+                handler=handler, kind="other", access=Access.READ, parallel_safe=parallel_safe)
 
 
 @pytest.fixture

@@ -2,69 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from acp_hermes.config import Paths, Settings
 from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
 from acp_hermes.core.events import AgentText, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
-from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import PLAN_MODE_NOTE, Session
-from acp_hermes.core.sessions import SessionManager, SessionWiring
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
-from acp_hermes.permissions.gate import PermissionQuestion
 from acp_hermes.permissions.modes import Mode
-from tests.support.fake_provider import FakeProvider, text, tool_call
-from tests.support.tools import EventLog
+from tests.support.fake_provider import text, tool_call
+from tests.support.sessions import Env
 from tools.contracts import TextDisplay
-from tools.local_io import LocalEditor
 
 pytestmark = pytest.mark.anyio
-
-
-class RefusingAsker:
-    def __init__(self) -> None:
-        self.questions: list[PermissionQuestion] = []
-
-    async def ask(self, question: PermissionQuestion) -> str:
-        self.questions.append(question)
-        return "cancelled"
-
-
-@dataclass
-class Env:
-    runtime: Runtime
-    provider: FakeProvider
-    cwd: Path
-    log: EventLog = field(default_factory=EventLog)
-    asker: RefusingAsker = field(default_factory=RefusingAsker)
-
-    def manager(self) -> SessionManager:
-        """A manager with no live sessions (what a new connection to the same store gets)."""
-        return SessionManager(self.runtime, SessionWiring(
-            sink_for=lambda sid: self.log,  # type: ignore[arg-type,return-value]
-            asker_for=lambda sid: self.asker,
-            editor_for=lambda sid: LocalEditor(),
-        ))
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    provider = FakeProvider()
-    settings = Settings(sandbox="off", models=["claude-other"])
-    runtime = Runtime(settings, Paths(tmp_path / "hermes"), _provider=provider)  # type: ignore[arg-type]
-    yield Env(runtime, provider, cwd)
-    runtime.db.close()
 
 
 async def ask(session: Session, prompt: str) -> str:

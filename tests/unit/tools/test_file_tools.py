@@ -62,7 +62,7 @@ def test_declarations() -> None:
         "search_files": ("search", Access.READ, True),
     }
     for tool in FILE_TOOLS:
-        assert tool.toolset == "files" and tool.present is not None and len(tool.description) > 80
+        assert tool.present is not None and len(tool.description) > 80
         assert tool.schema["additionalProperties"] is False and tool.schema["required"]
 
 

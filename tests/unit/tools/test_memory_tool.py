@@ -50,7 +50,7 @@ async def call(store: MemoryStore | None, gate: RecordingGate, tmp_path: Path, *
 
 
 def test_declaration() -> None:
-    assert (MEMORY_TOOL.name, MEMORY_TOOL.toolset, MEMORY_TOOL.kind) == ("memory", "memory", "other")
+    assert (MEMORY_TOOL.name, MEMORY_TOOL.kind) == ("memory", "other")
     assert MEMORY_TOOL.access is Access.STATE and not MEMORY_TOOL.parallel_safe
     properties = MEMORY_TOOL.schema["properties"]
     assert properties["action"]["enum"] == ["add", "replace", "remove"]

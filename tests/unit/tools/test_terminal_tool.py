@@ -293,7 +293,6 @@ def test_title_is_the_command(tmp_path: Path, command: str, title: str) -> None:
 
 
 def test_declaration() -> None:
-    assert TERMINAL_TOOL.toolset == "terminal"
     assert TERMINAL_TOOL.access.value == "execute"
     assert not TERMINAL_TOOL.parallel_safe
     assert REGISTRY.validation_error(TERMINAL_TOOL, {"command": "ls", "cwd": "x"}) is not None

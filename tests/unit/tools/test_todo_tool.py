@@ -198,6 +198,5 @@ def test_title(tmp_path: Path, args: dict[str, Any], title: str) -> None:
 
 
 def test_declaration() -> None:
-    assert TODO_TOOL.toolset == "todo"
     assert not TODO_TOOL.access.mutates
     assert not TODO_TOOL.parallel_safe

@@ -1,0 +1,54 @@
+"""In-process sessions for unit tests: a real Runtime and SessionDB in a temp dir, the fake provider."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from acp_hermes.config import Paths, Settings
+from acp_hermes.core.runtime import Runtime
+from acp_hermes.core.sessions import SessionManager, SessionWiring
+from acp_hermes.permissions.gate import PermissionQuestion
+from tests.support.fake_provider import FakeProvider
+from tests.support.tools import EventLog
+from tools.local_io import LocalEditor
+
+
+class RefusingAsker:
+    def __init__(self) -> None:
+        self.questions: list[PermissionQuestion] = []
+
+    async def ask(self, question: PermissionQuestion) -> str:
+        self.questions.append(question)
+        return "cancelled"
+
+
+@dataclass
+class Env:
+    runtime: Runtime
+    provider: FakeProvider
+    cwd: Path
+    log: EventLog = field(default_factory=EventLog)
+    asker: RefusingAsker = field(default_factory=RefusingAsker)
+
+    def manager(self) -> SessionManager:
+        """A manager with no live sessions (what a new connection to the same store gets)."""
+        return SessionManager(self.runtime, SessionWiring(
+            sink_for=lambda sid: self.log,  # type: ignore[arg-type,return-value]
+            asker_for=lambda sid: self.asker,
+            editor_for=lambda sid: LocalEditor(),
+        ))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    provider = FakeProvider()
+    settings = Settings(sandbox="off", models=["claude-other"])
+    runtime = Runtime(settings, Paths(tmp_path / "hermes"), _provider=provider)  # type: ignore[arg-type]
+    yield Env(runtime, provider, cwd)
+    runtime.db.close()

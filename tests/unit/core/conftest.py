@@ -1,0 +1,3 @@
+from tests.support.sessions import env
+
+__all__ = ["env"]

@@ -1,0 +1,82 @@
+"""Slash commands in-process: answered locally (no model call), options changed through the session,
+unknown words left to the model."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION
+from acp_hermes.core.commands import COMMANDS, parse, run_command
+from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.permissions.modes import Mode
+from tests.support.fake_provider import text
+from tests.support.sessions import Env
+
+pytestmark = pytest.mark.anyio
+
+
+async def reply_to(env: Env, line: str) -> tuple[str, str | None]:
+    session = env.manager().create(env.cwd, ())
+    reply = await run_command(session, [TextPart(line)])
+    assert reply is not None
+    return reply.text, reply.changed_option
+
+
+@pytest.mark.parametrize("line", ["/compactify", "please /help", "/ help", "hello"])
+def test_unknown_words_and_ordinary_text_are_not_commands(line: str) -> None:
+    assert parse([TextPart(line)]) is None
+
+
+def test_every_command_with_an_argument_declares_its_hint() -> None:
+    takes_argument = {"mode", "model", "thinking"}
+    assert {name for name, command in COMMANDS.items() if command.hint} == takes_argument
+
+
+async def test_help_lists_every_command_with_its_hint(env: Env) -> None:
+    shown, changed = await reply_to(env, "/help")
+    assert changed is None
+    for name, command in COMMANDS.items():
+        assert f"`/{name}{' ' + command.hint if command.hint else ''}`" in shown
+
+
+@pytest.mark.parametrize(
+    ("line", "option", "check"),
+    [
+        ("/mode plan", MODE_OPTION, lambda s: s.choices.mode is Mode.PLAN),
+        ("/model claude-other", MODEL_OPTION, lambda s: s.choices.model == "claude-other"),
+        ("/thinking high", THOUGHT_OPTION, lambda s: s.choices.thought_level == "high"),
+    ],
+)
+async def test_switching_commands_change_the_session_and_say_which_option(
+    env: Env, line: str, option: str, check: object
+) -> None:
+    session = env.manager().create(env.cwd, ())
+    reply = await run_command(session, [TextPart(line)])
+    assert reply is not None and reply.changed_option == option
+    assert callable(check) and check(session)
+    assert not env.provider.requests  # answered locally
+
+
+@pytest.mark.parametrize("line", ["/mode yolo", "/model gpt-nothing", "/thinking extreme"])
+async def test_an_invalid_value_is_explained_and_changes_nothing(env: Env, line: str) -> None:
+    session = env.manager().create(env.cwd, ())
+    before = session.choices
+    reply = await run_command(session, [TextPart(line)])
+    assert reply is not None and reply.text.startswith("Could not change") and reply.changed_option is None
+    assert session.choices == before
+
+
+async def test_showing_commands_describe_the_current_state(env: Env) -> None:
+    assert (await reply_to(env, "/mode"))[0].startswith("Mode: `default`.")
+    assert "`claude-other`" in (await reply_to(env, "/model"))[0]
+    assert (await reply_to(env, "/thinking"))[0].startswith("Thinking: `off`")
+    assert (await reply_to(env, "/permissions"))[0].startswith("Permissions in force:\n- mode: default")
+    assert "turned off in the configuration" in (await reply_to(env, "/sandbox"))[0]
+
+
+async def test_usage_reports_what_the_session_spent(env: Env) -> None:
+    env.provider.script(text("hi"))
+    session = env.manager().create(env.cwd, ())
+    assert await session.prompt([TextPart("hello")]) == "end_turn"
+    reply = await run_command(session, [TextPart("/usage")])
+    assert reply is not None and reply.text.startswith("Model calls: 1. Tokens — input 10, output 5")
