@@ -42,6 +42,12 @@ class ConvertedPrompt:
     plain_text: str
 
 
+def attached_paths(parts: Sequence[PromptPart], cwd: Path) -> list[str]:
+    """The local files a prompt attaches (embedded resources and links to ``file://`` URIs)."""
+    found = (local_path(part.uri, cwd) for part in parts if isinstance(part, (ResourcePart, LinkPart)))
+    return [str(path) for path in found if path is not None]
+
+
 def local_path(uri: str, cwd: Path) -> Path | None:
     """The local file a ``file://`` URI or a plain path points to, or None for other schemes."""
     parsed = urlparse(uri)

@@ -36,8 +36,12 @@ class SubdirectoryHintTracker:
 
     def check_tool_call(self, tool_name: str, args: Mapping[str, Any]) -> str:
         """Text to append to this tool's result: context files from newly reached directories, or ""."""
+        return self.check_paths(_candidate_paths(tool_name, args))
+
+    def check_paths(self, paths: Iterable[str]) -> str:
+        """Hints for paths touched another way (files the user attached to a prompt), or ""."""
         blocks = []
-        for candidate in _candidate_paths(tool_name, args):
+        for candidate in paths:
             for directory in self._new_directories(candidate):
                 block = self._hint_for(directory)
                 if block:

@@ -119,6 +119,7 @@ class AgentLoop:
         self._scope = scope
         self._hints = hints
         self._open: dict[str, _Call] = {}
+        self._budget_note = ""  # added to the next tool result, then cleared
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
 
     async def run_turn(
@@ -127,6 +128,7 @@ class AgentLoop:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
         result = self.result = TurnResult("end_turn")
         await self._transcript.add_user(content, plain_text, prompt)
+        pressure = 0.0  # the highest budget share already noted this turn
         while True:
             if result.model_calls >= settings.max_iterations:
                 log.info("iteration budget of %d model calls exhausted", settings.max_iterations)
@@ -138,6 +140,10 @@ class AgentLoop:
                 return result
             calls = [self._open[b["id"]].call for b in completed.content if b.get("type") == "tool_use"]
             if completed.stop_reason == "tool_use" and calls:
+                share = budget_share(result.model_calls, settings.max_iterations)
+                if share > pressure:
+                    pressure = share
+                    self._budget_note = budget_note(result.model_calls, settings.max_iterations, share)
                 await self._run_tools(calls)
                 continue
             if completed.stop_reason == "pause_turn":
@@ -256,6 +262,7 @@ class AgentLoop:
         text = result.text
         if self._hints is not None and call.arguments:
             text += self._hints.check_tool_call(call.name, call.arguments)
+        text, self._budget_note = text + self._budget_note, ""
         display = result.display or (TextDisplay(result.text, ""),)
         del self._open[call.id]
         await self._sink.emit(
@@ -298,3 +305,18 @@ class AgentLoop:
         # The last assistant message and the results stored so far (a batch may be half done).
         unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}
         await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])
+
+
+BUDGET_MARKS = (0.7, 0.9)  # shares of the turn's model calls at which the model is asked to wrap up
+
+
+def budget_share(used: int, limit: int) -> float:
+    """The highest mark ``used`` of ``limit`` model calls has reached (0 below the first)."""
+    return max((mark for mark in BUDGET_MARKS if used >= mark * limit), default=0.0)
+
+
+def budget_note(used: int, limit: int, share: float) -> str:
+    """A line for the next tool result: a nudge inside the conversation, not a new message."""
+    urgency = "Start wrapping up" if share < max(BUDGET_MARKS) else "Wrap up now"
+    return (f"\n\n[Turn budget: {used} of {limit} model calls used ({share:.0%}). {urgency}: finish the "
+            "current step, then report what is done and what is left.]")

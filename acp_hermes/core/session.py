@@ -157,7 +157,7 @@ class Session:
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
         # Only turns need these; the adapter warms them up right after session/new.
-        from acp_hermes.core.attachments import convert_prompt
+        from acp_hermes.core.attachments import attached_paths, convert_prompt
         from acp_hermes.core.loop import AgentLoop
 
         registry = self._runtime.registry
@@ -166,6 +166,9 @@ class Session:
             self.stored_tool_results = []
         converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
         content = list(converted.content)
+        hint = await anyio.to_thread.run_sync(self._hints.check_paths, attached_paths(parts, self.cwd))
+        if hint.strip():  # attached files count as touched, like the paths of tool calls
+            content.append({"type": "text", "text": hint.strip()})
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
         loop = AgentLoop(

@@ -245,6 +245,22 @@ async def test_iteration_budget_stops_the_turn(tmp_path: Path, db: SessionDB) ->
     assert_valid_as_stored(rig.transcript.messages)
 
 
+async def test_budget_pressure_notes_ride_on_the_next_tool_result(tmp_path: Path, db: SessionDB) -> None:
+    (tmp_path / "f.txt").write_text("x\n")
+    provider = FakeProvider().script(*(tool_call("read_file", {"path": "f.txt"}) for _ in range(9)), text("done"))
+    rig = make_rig(tmp_path, db, provider)
+    result = await rig.turn(max_iterations=10)
+    assert result.stop_reason == "end_turn" and result.model_calls == 10
+    notes = {n: rig.last_results(n)[0]["content"] for n in range(1, 10)}  # request n carries call n's result
+    noted = {n for n, content in notes.items() if "[Turn budget:" in content}
+    assert noted == {7, 9}  # 70 % and 90 %, once each
+    assert notes[7].endswith("7 of 10 model calls used (70%). Start wrapping up: finish the current step, "
+                             "then report what is done and what is left.]")
+    assert "9 of 10 model calls used (90%). Wrap up now" in notes[9]
+    assert all(m["role"] != "user" or isinstance(m["content"], list) or "budget" not in m["content"]
+               for m in rig.transcript.messages)  # no extra message: the note is inside a tool result
+
+
 class BreakingProvider(FakeProvider):
     """Streams ``events``, then fails with ``error`` instead of completing the message."""
 

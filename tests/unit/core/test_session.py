@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,7 +13,7 @@ from acp_hermes.core.events import AgentText, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
 from acp_hermes.core.session import PLAN_MODE_NOTE, Session
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
-from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.core.user_prompt import LinkPart, ResourcePart, TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
 from acp_hermes.permissions.modes import Mode
 from tests.support.fake_provider import text, tool_call
@@ -184,3 +185,21 @@ async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> N
     restored, _ = env.manager().restore(session.id, env.cwd, ())
     assert unanswered_calls(restored.transcript.messages) == []
     assert repaired(restored.transcript.messages) == restored.transcript.messages
+
+
+async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, tmp_path: Path) -> None:
+    (env.cwd / "api").mkdir()
+    (env.cwd / "api" / "AGENTS.md").write_text("API rule: every handler validates its input.\n")
+    (env.cwd / "api" / "routes.py").write_text("ROUTES = []\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "AGENTS.md").write_text("never loaded\n")
+    env.provider.script(text("noted"), text("again"))
+    session = env.manager().create(env.cwd, ())
+    link = LinkPart(uri=f"file://{env.cwd}/api/routes.py", name="routes.py")
+    far = ResourcePart(uri=f"file://{outside}/x.txt", text="x")
+    assert await session.prompt([TextPart("look"), link, far]) == "end_turn"
+    assert await session.prompt([TextPart("again"), link]) == "end_turn"
+    first, second = (str(request.messages[-1]["content"]) for request in env.provider.requests)
+    assert "API rule: every handler validates its input." in first and "never loaded" not in first
+    assert "API rule" not in second  # once per directory
