@@ -106,6 +106,9 @@ class Settings(BaseModel):
     cache_ttl: Literal["5m", "1h"] = "5m"
     system_message: str | None = None
     default_mode: Mode = Mode.DEFAULT
+    compression: bool = True  # compact the conversation when it fills compression_threshold of the window
+    compression_threshold: float = Field(default=0.5, gt=0.05, le=0.95)
+    memory_flush: bool = True  # before compacting, let the model save memories in one hidden call
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

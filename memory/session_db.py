@@ -68,6 +68,7 @@ SNIPPET_CLOSE = "<<<"
 SNIPPET_ELLIPSIS = "..."
 SNIPPET_TOKENS = 32
 ROLES = frozenset({"user", "assistant", "tool"})
+CONTINUATION_SOURCE = "compression"  # a session that continues its parent after context compression
 
 _SESSION_COLUMNS = (
     "id",
@@ -733,7 +734,7 @@ class SessionDB:
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        conditions: list[str] = []
+        conditions: list[str] = [f"source != '{CONTINUATION_SOURCE}'"]
         params: list[Any] = []
         if cwd is not None:
             conditions.append("cwd = ?")
@@ -793,7 +794,7 @@ class SessionDB:
             _insert_session(
                 conn,
                 session_id=new_id,
-                source=source.source,
+                source="acp" if source.source == CONTINUATION_SOURCE else source.source,
                 model=source.model if model is None else model,
                 mode=source.mode if mode is None else mode,
                 cwd=cwd,
@@ -822,6 +823,28 @@ class SessionDB:
             return _require_session(conn, new_id)
 
         return self._write(work)
+
+    def segments(self, session_id: str) -> list[SessionRecord]:
+        """The session and the continuations context compression made of it, oldest first.
+
+        A continuation is a child with ``source = 'compression'``; it is the same conversation
+        for its client, so only the first segment is listed and it carries the client's id.
+        """
+        sql = f"""
+            WITH RECURSIVE chain(id, depth) AS (
+                SELECT ?, 0
+                UNION ALL
+                SELECT s.id, c.depth + 1 FROM sessions AS s JOIN chain AS c ON s.parent_session_id = c.id
+                WHERE s.source = '{CONTINUATION_SOURCE}'
+            )
+            SELECT id FROM chain ORDER BY depth
+        """
+
+        def work(conn: sqlite3.Connection) -> list[SessionRecord]:
+            ids = [row[0] for row in conn.execute(sql, (session_id,)).fetchall()]
+            return [record for i in ids if (record := _fetch_session(conn, i)) is not None]
+
+        return self._read(work)
 
     def lineage(self, session_id: str) -> set[str]:
         """The session, its ancestors (parent chain) and all its descendants."""

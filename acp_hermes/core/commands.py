@@ -88,6 +88,10 @@ async def _permissions(session: Session, arg: str) -> CommandReply:
     return CommandReply("Permissions in force:\n" + "\n".join(f"- {line}" for line in lines))
 
 
+async def _compact(session: Session, arg: str) -> CommandReply:
+    return CommandReply((await session.compact(arg or None)).message)
+
+
 async def _sandbox(session: Session, arg: str) -> CommandReply:
     sandbox = session.tools.sandbox
     lines = sandbox.describe() if sandbox is not None else ["no sandbox in this session"]
@@ -104,6 +108,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
+        SlashCommand("compact", "Summarise the older conversation to free context.",
+                     "optional: what to keep in detail", _compact),
     )
 }
 

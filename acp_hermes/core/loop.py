@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -46,6 +46,10 @@ _STOP_REASONS: dict[str, StopReason] = {
     "refusal": "refusal",
 }
 CANCELLED_RESULT = "Cancelled by the user before it finished."
+
+
+# Given the context's size, the session's new (transcript, system prompt) if it compacted, else None.
+CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
 
 
 class Hints(Protocol):
@@ -109,6 +113,7 @@ class AgentLoop:
         make_context: ContextFactory,
         scope: ToolScope,
         hints: Hints | None = None,
+        compact_if_due: CompactionHook | None = None,
     ) -> None:
         self._provider = provider
         self._registry = registry
@@ -118,6 +123,7 @@ class AgentLoop:
         self._make_context = make_context
         self._scope = scope
         self._hints = hints
+        self._compact_if_due = compact_if_due
         self._open: dict[str, _Call] = {}
         self._budget_note = ""  # added to the next tool result, then cleared
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
@@ -145,12 +151,22 @@ class AgentLoop:
                     pressure = share
                     self._budget_note = budget_note(result.model_calls, settings.max_iterations, share)
                 await self._run_tools(calls)
+                await self._compact_when_full(result)
                 continue
             if completed.stop_reason == "pause_turn":
                 continue
             await self._fail_open_calls("The model stopped before this call could run.")
             result.stop_reason = _STOP_REASONS.get(completed.stop_reason, "end_turn")
             return result
+
+    async def _compact_when_full(self, result: TurnResult) -> None:
+        """Between model calls (every result stored), let the session compact a full context."""
+        if self._compact_if_due is None:
+            return
+        compacted = await self._compact_if_due(result.context_tokens)
+        if compacted is not None:
+            self._transcript, self._system_prompt = compacted
+            result.context_tokens = 0  # measured again by the next call
 
     async def _model_call(self, settings: TurnSettings, result: TurnResult) -> Completed | None:
         """Stream one model message into events; None when the turn must end (model failure)."""

@@ -29,6 +29,7 @@ from tools.contracts import Editor, ToolEventSink, ToolServices
 from tools.sandbox import SessionSandbox, hidden_paths
 
 if TYPE_CHECKING:
+    from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.loop import StopReason, TurnSettings
     from acp_hermes.core.user_prompt import PromptPart
     from memory.session_db import SessionDB
@@ -104,6 +105,8 @@ class Session:
         self.closed = False
         # Called once, after the first turn that completes while the session has no title.
         self.on_first_exchange: Callable[[Session], None] | None = None
+        # A fresh system prompt for this session (memory, context files as they are now): compaction only.
+        self.rebuild_prompt: Callable[[], str] = lambda: self.system_prompt
         self._naming_started = False
 
     @property
@@ -171,6 +174,8 @@ class Session:
             content.append({"type": "text", "text": hint.strip()})
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
+        if self._compaction_due(self.last_context_tokens):
+            await self._compact()
         loop = AgentLoop(
             provider=self._runtime.provider,
             registry=registry,
@@ -180,6 +185,7 @@ class Session:
             make_context=self._tool_context,
             scope=self.tools,
             hints=self._hints,
+            compact_if_due=self._compact_between_calls,
         )
         stop: StopReason = "cancelled"
         with anyio.CancelScope() as scope:
@@ -197,6 +203,52 @@ class Session:
             self.on_first_exchange(self)
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop
+
+    # -- compaction
+
+    async def compact(self, focus: str | None = None) -> Compaction:
+        """``/compact``: compact now (after a running turn), whatever the context's size."""
+        if self._turn_lock is None:
+            self._turn_lock = anyio.Lock()
+        async with self._turn_lock:
+            compaction = await self._compact(focus, manual=True)
+        await self.report_usage()
+        return compaction
+
+    def _compaction_due(self, context_tokens: int) -> bool:
+        from acp_hermes.core.compression import should_compress
+
+        settings = self._runtime.settings
+        window = context_window(self.choices.model, settings)
+        return settings.compression and should_compress(context_tokens, window, settings.compression_threshold)
+
+    async def _compact_between_calls(self, context_tokens: int) -> tuple[Transcript, str] | None:
+        """The loop's hook after a round of tool results: the new history and prompt, if compacted."""
+        if not self._compaction_due(context_tokens):
+            return None
+        return (self.transcript, self.system_prompt) if (await self._compact()).done else None
+
+    async def _compact(self, focus: str | None = None, *, manual: bool = False) -> Compaction:
+        from acp_hermes.core.compactor import compact
+
+        target = self._compaction_target()
+        compaction = await compact(target, focus=focus, manual=manual)
+        if compaction.done:
+            self.transcript, self.system_prompt = target.transcript, target.system_prompt
+            self.last_context_tokens = compaction.after_tokens
+        return compaction
+
+    def _compaction_target(self) -> CompactionTarget:
+        from acp_hermes.core.compactor import CompactionTarget
+
+        settings = self._runtime.settings
+        return CompactionTarget(
+            root_id=self.id, transcript=self.transcript, system_prompt=self.system_prompt,
+            model=self.choices.model, window=context_window(self.choices.model, settings),
+            threshold=settings.compression_threshold, sink=self._sink, provider=self._runtime.provider,
+            registry=self._runtime.registry, scope=self.tools, auxiliary=self.auxiliary, db=self._runtime.db,
+            make_context=self._tool_context, rebuild_prompt=self.rebuild_prompt, flush=settings.memory_flush,
+        )
 
     async def _account(self, usage: Usage, model_calls: int, context_tokens: int) -> None:
         self.last_context_tokens = context_tokens

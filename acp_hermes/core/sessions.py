@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.core.errors import SessionNotFoundError
@@ -60,17 +60,26 @@ class SessionManager:
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
         )
-        transcript = Transcript(record.id, self.runtime.db, history_from_rows(rows))
+        # Compaction continues a conversation in new segments: the model sees the last one's
+        # history, the editor replays them all.
+        segments = self.runtime.db.segments(record.id) if rows else [record]
+        current = segments[-1]
+        later = [self.runtime.db.messages(segment.id) for segment in segments[1:]]
+        transcript = Transcript(current.id, self.runtime.db, history_from_rows(later[-1] if later else rows))
         left_open = transcript.last_calls_left_open()
         if left_open:  # the process that ran them was killed, or the editor quit mid-turn
             transcript.close_interrupted(left_open)
-            rows = self.runtime.db.messages(record.id)
+            if later:
+                later[-1] = self.runtime.db.messages(current.id)
+            else:
+                rows = self.runtime.db.messages(record.id)
+        rows = [*rows, *(row for segment in later for row in segment)]
         session = Session(
             session_id=record.id,
             cwd=cwd,
             additional_directories=extra,
             choices=choices,
-            system_prompt=record.system_prompt or "",
+            system_prompt=current.system_prompt or "",
             transcript=transcript,
             runtime=self.runtime,
             editor=self._wiring.editor_for(record.id),
@@ -84,7 +93,8 @@ class SessionManager:
             if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
             and row.display.get("status") == "completed"
         ]
-        session.last_context_tokens = _estimated_context(session.system_prompt, rows)
+        session.last_context_tokens = _estimated_context(session.system_prompt, transcript.messages)
+        session.rebuild_prompt = lambda: self.system_prompt(record.id, cwd, extra)
         self._live[record.id] = session
         return session, rows
 
@@ -154,8 +164,10 @@ class SessionManager:
         new_id = str(uuid.uuid4())
         # A fork never has a first exchange of its own to be named after: it starts from the source's name.
         title = f"{source_record.title} (fork)" if source_record.title else None
+        latest = self.runtime.db.segments(source_id)[-1].id  # after compactions: the history as it is now
         record = self.runtime.db.fork_session(
-            source_id, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title
+            latest, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title,
+            model=source_record.model, mode=source_record.mode, model_config=source_record.model_config,
         )
         return self._build(record, self.runtime.db.messages(new_id), cwd, extra)[0]
 
@@ -175,8 +187,9 @@ class SessionManager:
             raise SessionNotFoundError(session_id)
 
 
-def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord]) -> int:
-    """Roughly how many tokens a restored conversation holds (about 4 characters a token), so the
-    editor's context gauge is not empty until the next model call reports the exact figure."""
-    characters = len(system_prompt) + sum(len(row.content) + len(row.reasoning or "") for row in rows)
-    return characters // 4
+def _estimated_context(system_prompt: str, messages: Sequence[dict[str, Any]]) -> int:
+    """Roughly how many tokens a restored conversation holds, so the editor's context gauge is
+    not empty until the next model call reports the exact figure."""
+    from acp_hermes.core.compression import CHARS_PER_TOKEN, estimate_tokens
+
+    return len(system_prompt) // CHARS_PER_TOKEN + estimate_tokens(messages)

@@ -183,6 +183,8 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
     """Rebuild the model's view of a stored conversation."""
     messages: list[dict[str, Any]] = []
     for row in rows:
+        if row.role == "tool" and row.payload is None:
+            continue  # a card of the agent's own (a compaction), not part of the model's history
         if row.role == "tool":
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
@@ -231,6 +233,8 @@ def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
     """The conversation in the order the user saw it."""
     for row in rows:
         display = row.display if isinstance(row.display, dict) else {}
+        if display.get("carried"):
+            continue  # history a compaction carried into a new segment: the user saw it already
         if row.role == "user":
             prompt = display.get("prompt")
             records = prompt if isinstance(prompt, list) and prompt else None

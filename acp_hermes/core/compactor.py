@@ -1,0 +1,193 @@
+"""Compaction of a live session: the memory flush, the summary, the new segment, the visible card.
+
+``core.compression`` decides what to keep and asks for the summary; this module carries it out
+for one session. Before anything is dropped the model gets one hidden call (the flush) in which
+it may save memories; its memory tool calls run (visibly, through the gate), nothing else of it
+is kept. The middle of the conversation is then summarised by the auxiliary model, and the
+continuation is stored as a child segment in the SessionDB (``source='compression'``,
+``parent_session_id`` the old segment, which ends with ``end_reason='compression'``). The
+editor's session id does not change: the session writes to the new segment from now on, and a
+``session/load`` replays every segment. The system prompt is rebuilt here, the one point where
+the cache prefix may change.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_hermes.core import compression
+from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
+from acp_hermes.core.history import repaired
+from acp_hermes.core.transcript import Transcript
+from acp_hermes.model.types import Completed, ModelError, ModelRequest
+from memory.session_db import CONTINUATION_SOURCE
+from tools.contracts import TextDisplay
+from tools.registry import ToolCall, ToolRegistry
+
+if TYPE_CHECKING:
+    from acp_hermes.core.runtime import SessionAuxiliary
+    from acp_hermes.model.types import Provider
+    from memory.session_db import SessionDB
+    from tools.context import ToolContext, ToolScope
+    from tools.contracts import ToolEventSink
+
+log = logging.getLogger(__name__)
+
+CARD_TOOL = "compact"  # the tool name of the stored compaction card
+FLUSH_TOOLS = frozenset({"memory"})  # what the flush call may use
+TAIL_SHARE = 0.2  # of the compaction threshold, kept verbatim at the end (at least 20 messages)
+MAX_TAIL_OF_CONVERSATION = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """What happened, for the reply of ``/compact`` and the log."""
+
+    done: bool
+    before_tokens: int
+    after_tokens: int
+    message: str
+
+
+@dataclass
+class CompactionTarget:
+    """The parts of a session compaction needs (the session hands them over; no cycle)."""
+
+    root_id: str  # the editor's session id
+    transcript: Transcript
+    system_prompt: str
+    model: str
+    window: int
+    threshold: float
+    sink: EventSink
+    provider: Provider
+    registry: ToolRegistry
+    scope: ToolScope
+    auxiliary: SessionAuxiliary
+    db: SessionDB
+    make_context: Callable[[str, str, ToolEventSink], ToolContext]
+    rebuild_prompt: Callable[[], str]
+    flush: bool = True
+
+
+async def compact(target: CompactionTarget, *, focus: str | None = None, manual: bool = False) -> Compaction:
+    """Compact ``target``'s conversation; its transcript and system prompt are replaced on success."""
+    messages = list(target.transcript.messages)
+    before = compression.estimate_tokens(messages) + len(target.system_prompt) // compression.CHARS_PER_TOKEN
+    # The tail kept verbatim: a share of the threshold, and never most of what there is (/compact).
+    tail_budget = int(min(target.window * target.threshold * TAIL_SHARE, before * MAX_TAIL_OF_CONVERSATION))
+    plan = compression.plan_compression(
+        messages, tail_budget_tokens=tail_budget, min_tail_messages=4 if manual else 20,
+        min_middle_tokens=1 if manual else 1_000,
+    )
+    if plan is None:
+        return Compaction(False, before, before, "Nothing to compact yet: the conversation is still short.")
+    card = f"compact-{uuid.uuid4()}"
+    await target.sink.emit(ToolCallStarted(card, CARD_TOOL, "Compacting conversation", "other",
+                                           {"focus": focus} if focus else {}))
+    if target.flush:
+        await _flush_memories(target)
+    pruned = plan.with_old_outputs_pruned()
+    system, prompt = compression.summary_request(pruned.middle, compression.previous_summary(messages), focus)
+    budget = compression.summary_budget(compression.estimate_tokens(pruned.middle), target.window)
+    try:
+        summary = (await target.auxiliary.complete(system=system, prompt=prompt, max_tokens=budget)).strip()
+    except ModelError as error:
+        summary, failure = "", str(error)
+    else:
+        failure = "the summary came back empty"
+    if not summary:
+        log.warning("compaction failed: %s", failure)
+        await target.sink.emit(ToolCallFinished(card, "failed", (TextDisplay(f"Compaction failed: {failure}"),)))
+        return Compaction(False, before, before, f"Compaction failed ({failure}); the conversation is unchanged.")
+    history = compression.compressed_history(pruned, summary)
+    system_prompt = await anyio.to_thread.run_sync(target.rebuild_prompt)
+    after = compression.estimate_tokens(history) + len(system_prompt) // compression.CHARS_PER_TOKEN
+    shown = (TextDisplay(f"Context: about {before:,} → {after:,} tokens.\n\n{summary}"),)
+    raw_output = {"before_tokens": before, "after_tokens": after, "summary": summary}
+    segment = await anyio.to_thread.run_sync(
+        _store_segment, target, history, system_prompt, card, shown[0].text, raw_output
+    )
+    target.transcript = Transcript(segment, target.db, history)
+    target.system_prompt = system_prompt
+    await target.sink.emit(ToolCallFinished(card, "completed", shown, raw_output=raw_output))
+    log.info("session %s compacted: ~%d → ~%d tokens (segment %s)", target.root_id, before, after, segment)
+    return Compaction(True, before, after, f"Compacted the conversation: about {before:,} → {after:,} tokens.")
+
+
+async def _flush_memories(target: CompactionTarget) -> None:
+    """One hidden model call that may save memories; its instruction and reply are not kept."""
+    messages = repaired([*target.transcript.messages,
+                         {"role": "user", "content": [{"type": "text", "text": compression.FLUSH_INSTRUCTION}]}])
+    request = ModelRequest(model=target.model, system=target.system_prompt, messages=_merged(messages),
+                           tools=target.registry.definitions(), max_tokens=2_048)
+    completed: Completed | None = None
+    try:
+        async for event in target.provider.stream(request):
+            if isinstance(event, Completed):
+                completed = event
+    except ModelError as error:
+        log.warning("memory flush before compaction failed: %s", error)
+        return
+    for block in completed.content if completed is not None else ():
+        if block.get("type") == "tool_use" and block.get("name") in FLUSH_TOOLS:
+            await _run_flush_call(target, block)
+
+
+async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> None:
+    call = ToolCall(str(block["id"]), str(block["name"]), block.get("input") or {})
+    presentation, kind = target.registry.presentation(call, target.scope)
+    await target.sink.emit(ToolCallStarted(call.id, call.name, presentation.title, kind, call.arguments))
+    result = await target.registry.dispatch(call, target.make_context(call.id, presentation.title, target.sink))
+    display = result.display or (TextDisplay(result.text, ""),)
+    await target.sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
+
+
+def _merged(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive user messages as one (the flush instruction after a user's tool results)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if out and out[-1]["role"] == message["role"] == "user":
+            out[-1] = {"role": "user", "content": [*_blocks(out[-1]), *_blocks(message)]}
+        else:
+            out.append(message)
+    return out
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], system_prompt: str,
+                   card: str, card_text: str, raw_output: dict[str, Any]) -> str:
+    """The continuation segment: the card (replayed) then the kept history (carried, not replayed)."""
+    db, old = target.db, target.transcript.session_id
+    record = db.get_session(old)
+    if record is None:
+        raise RuntimeError(f"segment {old} of session {target.root_id} is gone")
+    segment = str(uuid.uuid4())
+    db.create_session(
+        segment, cwd=record.cwd, model=record.model, mode=record.mode, model_config=record.model_config or {},
+        system_prompt=system_prompt, parent_session_id=old, source=CONTINUATION_SOURCE,
+        additional_directories=record.additional_directories,
+    )
+    db.update_session(old, end_reason="compression", ended_at=time.time())
+    db.append_message(segment, "tool", card_text, tool_call_id=card, tool_name=CARD_TOOL, display={
+        "title": "Compacting conversation", "kind": "other", "status": "completed",
+        "display": [{"type": "text", "text": card_text, "fence": None}], "raw_output": raw_output,
+    })
+    for message in history:
+        content = message["content"]
+        db.append_message(segment, message["role"], "", payload=content if isinstance(content, list) else
+                          [{"type": "text", "text": content}], display={"carried": True})
+    return segment
+
+

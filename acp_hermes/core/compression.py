@@ -1,0 +1,421 @@
+"""Context compression, as pure functions over the history: when to compress, what to keep, what to
+ask the auxiliary model, and the history that replaces the old one.
+
+A long session outgrows the model's window. Rather than cut old turns blind, the history is split
+in three: the HEAD (the first exchange, which usually states the task), the TAIL (the recent turns
+the model is working from, kept verbatim) and the MIDDLE, which an auxiliary model condenses into a
+structured summary. The summary goes back as one message marked with ``SUMMARY_MARKER``, so the
+next compression finds it and asks for it to be updated instead of summarising a summary.
+
+Nothing here calls a model, touches the SessionDB or mutates its inputs; the session does the
+wiring. The boundaries never separate a ``tool_use`` from its ``tool_result`` (the API rejects
+either half alone), and ``compressed_history`` passes its result through ``history.repaired``.
+
+Before compressing, the session may run a hidden memory-flush turn (``FLUSH_INSTRUCTION``) so the
+model can save what is worth keeping; ``strip_flush`` removes that turn from the history again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acp_hermes.core.history import repaired
+
+Message = dict[str, Any]
+
+CHARS_PER_TOKEN = 4
+IMAGE_TOKENS = 1_600  # an image or document block, whatever its encoded size (base64 would overcount)
+
+SUMMARY_MARKER = "[Summary of earlier conversation]"
+SUMMARY_HEADER = (
+    f"{SUMMARY_MARKER}\n"
+    "Earlier turns of this conversation were compacted to save context; this summary stands in for "
+    "them. Treat it as background: the messages after it continue the conversation as it happened.\n\n"
+)
+
+PRUNED_NOTE = "[Older tool output pruned to save context: only its first {kept} of {total} characters are kept.]"
+
+FLUSH_INSTRUCTION = (
+    "[Note from the agent, not the user: this conversation is about to be compacted. Older turns will "
+    "be replaced by a short summary and their details will be gone. If this session taught you anything "
+    "worth keeping for future sessions (facts about the environment or the project, the user's "
+    "preferences, lessons learned) that is not saved yet, save it now with the memory tool; save only "
+    "what stays true, not the progress of the current task. Then, or if there is nothing to save, reply "
+    "with one short sentence. Do not continue the task in this reply.]"
+)
+
+SUMMARY_TEMPLATE = """\
+## Goal
+What the user is trying to achieve, in their terms.
+
+## Constraints & Preferences
+Requirements, preferences and style choices the user stated or that the work established.
+
+## Progress
+### Done
+Finished work, with the specific paths, commands and outcomes.
+### In Progress
+Work that had started and is not finished.
+### Blocked
+Problems still open, with the exact errors.
+
+## Key Decisions
+Technical choices made, and why.
+
+## Relevant Files
+Each file read, changed or created, with a note on what it holds or what changed.
+
+## Next Steps
+What should happen next, in order.
+
+## Critical Context
+Exact values that must not be lost: names, numbers, error messages, configuration, identifiers."""
+
+_SUMMARY_SYSTEM = (
+    "You condense part of a conversation between a user and a coding agent into a summary the agent "
+    "will work from in place of those turns. The agent will not see the original turns again, so keep "
+    "every fact it needs to continue: paths, commands, values, errors, decisions and the user's "
+    "wishes. Drop chatter and anything that no longer matters. Write the summary only, in the given "
+    "Markdown sections, with no preface; leave a section's body as 'None.' when it has nothing."
+)
+
+_PRUNED_OPENING = PRUNED_NOTE.split(":")[0]  # how a result this module pruned already starts
+_ARGS_CHARS = 200  # a tool call's arguments in the rendered middle
+_RESULT_CHARS = 600  # a tool result's opening in the rendered middle
+_TEXT_CHARS = 4_000  # one text block (a pasted file, a long reply) in the rendered middle
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionPlan:
+    """Where one history splits: ``messages[:head_end]`` is kept, ``messages[head_end:tail_start]``
+    is summarised, ``messages[tail_start:]`` is kept."""
+
+    messages: tuple[Message, ...]
+    head_end: int
+    tail_start: int
+
+    @property
+    def head(self) -> list[Message]:
+        return list(self.messages[: self.head_end])
+
+    @property
+    def middle(self) -> list[Message]:
+        return list(self.messages[self.head_end : self.tail_start])
+
+    @property
+    def tail(self) -> list[Message]:
+        return list(self.messages[self.tail_start :])
+
+    def with_old_outputs_pruned(self, keep_chars: int = 200) -> CompressionPlan:
+        """The same split with long tool outputs outside the tail cut short (pruning changes only
+        the content of results, never the messages, so the boundaries stay where they were)."""
+        pruned = prune_old_tool_outputs(self.messages, self.tail_start, keep_chars)
+        return CompressionPlan(tuple(pruned), self.head_end, self.tail_start)
+
+
+# --- when ------------------------------------------------------------------------------------------
+
+
+def should_compress(context_tokens: int, window: int, threshold: float = 0.5) -> bool:
+    """Whether the last request used enough of the window that the next turns risk overflowing it."""
+    return window > 0 and context_tokens >= window * threshold
+
+
+def estimate_tokens(messages: Sequence[Message]) -> int:
+    """A rough count (about four characters a token) for choosing boundaries; the real count comes
+    back with each response's usage, but sizing the tail needs a number per message before sending.
+    Each message is rounded up on its own, so the estimate of a list is the sum of its messages'."""
+    return sum(_message_tokens(message) for message in messages)
+
+
+def _message_tokens(message: Message) -> int:
+    chars = sum(_block_chars(block) for block in _blocks(message))
+    return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def summary_budget(middle_tokens: int, window: int) -> int:
+    """Output tokens to allow the summary: a fifth of what it replaces, at least 2,000, and never
+    more than 12,000 or a twentieth of the window (a summary that big defeats its purpose)."""
+    ceiling = min(window // 20, 12_000)
+    return min(ceiling, max(2_000, middle_tokens // 5))
+
+
+# --- where -----------------------------------------------------------------------------------------
+
+
+def plan_compression(
+    messages: Sequence[Message],
+    *,
+    tail_budget_tokens: int,
+    min_tail_messages: int = 20,
+    min_middle_tokens: int = 1_000,
+) -> CompressionPlan | None:
+    """Split ``messages`` into head, middle and tail, or None when the middle would be too small
+    to be worth a summary (fewer than ``min_middle_tokens`` estimated tokens).
+
+    The tail is the longest run of recent messages within ``tail_budget_tokens``, but never fewer
+    than ``min_tail_messages`` (nor fewer than one). It never starts on a message of tool results:
+    when it would, it starts one message later if the budget chose the start (staying within the
+    budget) or one earlier, with the call that asked for them, if the minimum count did.
+    """
+    head_end = _first_exchange_end(messages)
+    count_start = len(messages) - max(min_tail_messages, 1)
+    budget_start = _budget_start(messages, head_end, tail_budget_tokens)
+    tail_start = max(min(budget_start, count_start), head_end)
+    step = 1 if budget_start < count_start else -1
+    while head_end < tail_start < len(messages) and _has_results(messages[tail_start]):
+        tail_start += step
+    plan = CompressionPlan(tuple(messages), head_end, tail_start)
+    middle = plan.middle
+    if not middle or estimate_tokens(middle) < min_middle_tokens:
+        return None
+    return plan
+
+
+def _first_exchange_end(messages: Sequence[Message]) -> int:
+    """The index after the first exchange: the first user message, the reply to it and, if that
+    reply called tools, the message with their results."""
+    first = next((n for n, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+    end = first + 1
+    if end < len(messages) and messages[end].get("role") == "assistant":
+        end += 1
+        calls = any(b.get("type") == "tool_use" for b in _blocks(messages[end - 1]))
+        if calls and end < len(messages) and _has_results(messages[end]):
+            end += 1
+    return min(end, len(messages))
+
+
+def _budget_start(messages: Sequence[Message], floor: int, budget: int) -> int:
+    """The earliest index from which the remaining messages fit ``budget``, not before ``floor``."""
+    start, used = len(messages), 0
+    while start > floor:
+        used += _message_tokens(messages[start - 1])
+        if used > budget:
+            break
+        start -= 1
+    return start
+
+
+# --- pruning ---------------------------------------------------------------------------------------
+
+
+def prune_old_tool_outputs(messages: Sequence[Message], protect_from: int, keep_chars: int = 200) -> list[Message]:
+    """A copy of ``messages`` in which each tool result before index ``protect_from`` that is
+    longer than ``keep_chars`` characters keeps only a note that it was pruned and its opening.
+
+    Old outputs (whole files, long command logs) are usually the bulk of a history and matter least
+    once acted on; cutting them costs no model call. A result is only replaced when that makes it
+    shorter, and one already pruned is left alone. The inputs are never modified.
+    """
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        blocks = _blocks(message)
+        if index < protect_from and _has_results(message):
+            blocks = [_pruned(block, keep_chars) if block.get("type") == "tool_result" else block for block in blocks]
+        out.append({**message, "content": list(blocks)})
+    return out
+
+
+def _pruned(block: dict[str, Any], keep_chars: int) -> dict[str, Any]:
+    text = _result_text(block.get("content"))
+    shortened = PRUNED_NOTE.format(kept=keep_chars, total=len(text)) + "\n" + text[:keep_chars]
+    if text.startswith(_PRUNED_OPENING) or len(shortened) >= _block_chars(block):
+        return block
+    return {**block, "content": shortened}
+
+
+# --- the summary request ---------------------------------------------------------------------------
+
+
+def summary_request(middle: Sequence[Message], previous_summary: str | None, focus: str | None) -> tuple[str, str]:
+    """The (system, prompt) pair asking the auxiliary model for the summary of ``middle``.
+
+    With a ``previous_summary`` (from an earlier compression) the model is asked to update it, so
+    what it recorded survives however many times the session is compacted. ``focus`` (the argument
+    of ``/compact``) names a topic to keep in more detail.
+    """
+    parts: list[str] = []
+    if previous_summary:
+        parts.append(
+            "An earlier part of this conversation was already summarised:\n\n"
+            f"<previous-summary>\n{previous_summary.strip()}\n</previous-summary>\n\n"
+            "Update that summary with the turns below rather than starting over: keep what is still "
+            "true, move finished work from In Progress to Done, add what is new, and remove only what "
+            "the new turns made obsolete."
+        )
+    else:
+        parts.append("Summarise the conversation turns below.")
+    if focus and focus.strip():
+        parts.append(
+            f"The user asked to keep the most detail about: {focus.strip()}. Give everything on that topic "
+            "specific, complete coverage, even where you would otherwise shorten it."
+        )
+    parts.append(f"<conversation>\n{_rendered_middle(middle)}\n</conversation>")
+    parts.append(f"Write the summary in exactly these sections:\n\n{SUMMARY_TEMPLATE}")
+    return _SUMMARY_SYSTEM, "\n\n".join(parts)
+
+
+def _rendered_middle(messages: Sequence[Message]) -> str:
+    """The messages as compact plain text for the summariser: one line per block, tool calls as
+    name and short arguments, results and long texts cut short. Thinking is left out (the visible
+    text and the actions tell what happened) and so is an earlier summary (it is passed on its own)."""
+    names = {
+        str(block.get("id")): str(block.get("name"))
+        for message in messages
+        for block in _blocks(message)
+        if block.get("type") == "tool_use"
+    }
+    lines = [
+        line
+        for message in messages
+        for block in _blocks(message)
+        if (line := _rendered(str(message.get("role")), block, names))
+    ]
+    return "\n\n".join(lines)
+
+
+def _rendered(role: str, block: dict[str, Any], names: dict[str, str]) -> str:
+    kind = block.get("type")
+    speaker = "User" if role == "user" else "Assistant"
+    if kind == "text":
+        text = str(block.get("text") or "")
+        return "" if _is_summary(block) or not text.strip() else f"{speaker}: {_clipped(text, _TEXT_CHARS)}"
+    if kind in ("thinking", "redacted_thinking"):
+        return ""
+    if kind == "tool_use":
+        arguments = json.dumps(block.get("input"), ensure_ascii=False, default=str)
+        return f"Assistant called {block.get('name')} {_clipped(arguments, _ARGS_CHARS)}"
+    if kind == "tool_result":
+        name = names.get(str(block.get("tool_use_id")), "a tool")
+        outcome = "failed" if block.get("is_error") else "returned"
+        return f"Tool {name} {outcome}: {_clipped(_result_text(block.get('content')), _RESULT_CHARS)}"
+    return f"{speaker}: [{kind}]"
+
+
+def _clipped(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … [{len(text) - limit} more characters]"
+
+
+# --- the new history -------------------------------------------------------------------------------
+
+
+def compressed_history(plan: CompressionPlan, summary: str) -> list[Message]:
+    """The history that replaces ``plan.messages``: head, the summary, tail, valid for the API.
+
+    Roles keep alternating at both seams. After a head that ends with the assistant, the summary is
+    a user message, joined to the tail's first message when that is the user's too. After a head
+    that ends with tool results, the summary is added to that message, or, when the tail starts with
+    the user, becomes an assistant message between them. An earlier summary left in the head is
+    dropped (the new one updates it); one can never be in the tail, which starts after the middle.
+    """
+    head = repaired(_without_summaries(plan.head))  # a head cut from a damaged history gets its results
+    tail = plan.tail
+    block = {"type": "text", "text": SUMMARY_HEADER + summary.strip()}
+    head_ends_with_user = bool(head) and head[-1]["role"] == "user"
+    tail_starts_with_user = bool(tail) and tail[0].get("role") == "user"
+    if not head_ends_with_user:
+        if tail_starts_with_user:
+            seam = [{"role": "user", "content": [block, *_blocks(tail[0])]}]
+            tail = tail[1:]
+        else:
+            seam = [{"role": "user", "content": [block]}]
+    elif tail_starts_with_user:
+        seam = [{"role": "assistant", "content": [block]}]
+    else:
+        head[-1] = {"role": "user", "content": [*head[-1]["content"], block]}
+        seam = []
+    return repaired([*head, *seam, *tail])
+
+
+def previous_summary(messages: Sequence[Message]) -> str | None:
+    """The text of the latest summary an earlier compression left in ``messages``, if any."""
+    for message in reversed(messages):
+        for block in reversed(_blocks(message)):
+            if _is_summary(block):
+                return str(block["text"]).removeprefix(SUMMARY_HEADER).strip()
+    return None
+
+
+def _is_summary(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and str(block.get("text") or "").startswith(SUMMARY_MARKER)
+
+
+def _without_summaries(messages: Sequence[Message]) -> list[Message]:
+    kept = ({**m, "content": [b for b in _blocks(m) if not _is_summary(b)]} for m in messages)
+    return [m for m in kept if m["content"]]
+
+
+# --- the memory flush ------------------------------------------------------------------------------
+
+
+def strip_flush(messages_before: Sequence[Message], messages_after: Sequence[Message]) -> list[Message]:
+    """``messages_after`` without the memory-flush turn: the flush instruction and everything after
+    it (the memory calls, their results, the short reply) are dropped; what the model saved is on
+    disk already and has no place in the context.
+
+    The instruction is looked for only among the messages ``messages_before`` did not have, so the
+    history is never cut at an older message that happens to hold the same text. Without it (the
+    flush stopped before its prompt was added) the history comes back whole.
+    """
+    end = next(
+        (n for n in range(len(messages_before), len(messages_after)) if _is_flush(messages_after[n])),
+        len(messages_after),
+    )
+    return [{**m, "content": _blocks(m)} for m in messages_after[:end]]
+
+
+def _is_flush(message: Message) -> bool:
+    return message.get("role") == "user" and any(
+        block.get("type") == "text" and block.get("text") == FLUSH_INSTRUCTION for block in _blocks(message)
+    )
+
+
+# --- blocks ----------------------------------------------------------------------------------------
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    """A message's content as a list of blocks (content may be a plain string)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [block for block in content or [] if isinstance(block, dict)]
+
+
+def _has_results(message: Message) -> bool:
+    return message.get("role") == "user" and any(b.get("type") == "tool_result" for b in _blocks(message))
+
+
+def _block_chars(block: dict[str, Any]) -> int:
+    kind = block.get("type")
+    if kind == "text":
+        return len(str(block.get("text") or ""))
+    if kind == "thinking":
+        return len(str(block.get("thinking") or ""))
+    if kind == "redacted_thinking":
+        return len(str(block.get("data") or ""))
+    if kind == "tool_use":
+        return len(str(block.get("name") or "")) + len(json.dumps(block.get("input"), ensure_ascii=False, default=str))
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return sum(_block_chars(item) for item in content if isinstance(item, dict))
+        return len(str(content or ""))
+    if kind in ("image", "document"):
+        return IMAGE_TOKENS * CHARS_PER_TOKEN
+    return len(json.dumps(block, ensure_ascii=False, default=str))
+
+
+def _result_text(content: Any) -> str:
+    """A tool result's content as text; images and documents in it become a placeholder."""
+    if isinstance(content, list):
+        return "\n".join(
+            str(item.get("text") or "") if item.get("type") == "text" else f"[{item.get('type')}]"
+            for item in content
+            if isinstance(item, dict)
+        )
+    return str(content or "")
