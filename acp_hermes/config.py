@@ -109,6 +109,7 @@ class Settings(BaseModel):
     compression: bool = True  # compact the conversation when it fills compression_threshold of the window
     compression_threshold: float = Field(default=0.5, gt=0.05, le=0.95)
     memory_flush: bool = True  # before compacting, let the model save memories in one hidden call
+    skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -19,6 +19,9 @@ CORE_TOOL_NAMES: tuple[str, ...] = (
     "todo",
     "memory",
     "session_search",
+    "skills_list",
+    "skill_view",
+    "skill_manage",
 )
 
 
@@ -30,10 +33,11 @@ def core_tools() -> list[Tool]:
     from tools.files import FILE_TOOLS
     from tools.memory import MEMORY_TOOL
     from tools.session_search import SESSION_SEARCH_TOOL
+    from tools.skills import SKILL_TOOLS
     from tools.terminal import TERMINAL_TOOL
     from tools.todo import TODO_TOOL
 
-    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL]
+    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS]
     names = tuple(tool.name for tool in tools)
     if names != CORE_TOOL_NAMES:
         raise RuntimeError(f"tools.CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")

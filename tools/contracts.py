@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from memory.session_db import SessionDB
+    from memory.skills import SkillStore
     from memory.store import MemoryStore
     from tools.sandbox import Confinement
 
@@ -196,4 +197,5 @@ class ToolServices:
     memory: MemoryStore | None = None
     sessions: SessionDB | None = None
     auxiliary: AuxiliaryModel | None = None
+    skills: SkillStore | None = None
     secrets: tuple[str, ...] = ()  # values never shown to the model (the API key): tool output is redacted

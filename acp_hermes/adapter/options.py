@@ -7,11 +7,12 @@ Zed shows config options (and ignores ``modes``) once any exist, so the mode is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
-from acp_hermes.core.commands import COMMANDS
+from acp_hermes.core.commands import MenuEntry
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
 
 
@@ -70,10 +71,10 @@ def session_modes(choices: SessionChoices) -> dict[str, Any]:
     }
 
 
-def available_commands_update() -> dict[str, Any]:
+def available_commands_update(entries: Sequence[MenuEntry]) -> dict[str, Any]:
     """Every slash command, with the hint for its argument (clients refuse ``/x`` they were not told of)."""
     commands = []
-    for command in COMMANDS.values():
+    for command in entries:
         entry: dict[str, Any] = {"name": command.name, "description": command.description}
         if command.hint:
             entry["input"] = {"hint": command.hint}

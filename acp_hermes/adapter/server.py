@@ -27,7 +27,7 @@ from acp_hermes.adapter.render import render_update
 from acp_hermes.adapter.sdk import json_rpc_engine, route_session_delete
 from acp_hermes.config import ConfigError, Paths, Settings, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
-from acp_hermes.core.commands import run_command
+from acp_hermes.core.commands import menu, run_command, skill_prompt
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
 from acp_hermes.core.runtime import Runtime
@@ -59,6 +59,7 @@ class HermesAgent:
         self._abilities = ClientAbilities()
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None
+        self._menus: dict[str, tuple[tuple[str, str], ...]] = {}  # the / menu each session was last sent
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._failed_creations: dict[str, str] = {}  # session/new answered, but storing the session failed
@@ -225,11 +226,19 @@ class HermesAgent:
         session.on_first_exchange = self._name_session
 
         async def announce() -> None:
-            await self.link.update(session.id, available_commands_update())
+            await self._announce_menu(session, force=True)
             await session.report_usage()
 
         self.spawn(announce())
         self.spawn(anyio.to_thread.run_sync(self.runtime.warm_up))
+
+    async def _announce_menu(self, session: Session, *, force: bool = False) -> None:
+        """Send the ``/`` menu when it changed (a skill created, deleted or renamed, here or elsewhere)."""
+        entries = await anyio.to_thread.run_sync(menu, session)
+        names = tuple((entry.name, entry.description) for entry in entries)
+        if force or self._menus.get(session.id) != names:
+            self._menus[session.id] = names
+            await self.link.update(session.id, available_commands_update(entries))
 
     @translated
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
@@ -367,7 +376,12 @@ class HermesAgent:
         parts = to_parts(blocks)
         reply = await run_command(session, parts)
         if reply is None:
-            return {"stopReason": await session.prompt(parts)}
+            parts = await skill_prompt(session, parts) or parts
+            try:
+                return {"stopReason": await session.prompt(parts)}
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._announce_menu(session)
         if reply.changed_option is not None:
             await self._announce_choice(session, reply.changed_option)
         await self.link.update(session.id, render_update(AgentText(str(uuid.uuid4()), reply.text)))

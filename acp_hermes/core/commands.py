@@ -16,8 +16,9 @@ import anyio
 from acp_hermes.config import THOUGHT_LEVELS
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, models_offered
 from acp_hermes.core.errors import InvalidInput
-from acp_hermes.core.user_prompt import PromptPart, command_text
+from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
+from memory.text import one_line
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -27,6 +28,15 @@ if TYPE_CHECKING:
 class CommandReply:
     text: str
     changed_option: str | None = None  # the id of the session option the command changed
+
+
+@dataclass(frozen=True, slots=True)
+class MenuEntry:
+    """One entry of the editor's ``/`` menu: a command, or a skill run as one."""
+
+    name: str
+    description: str
+    hint: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +102,19 @@ async def _compact(session: Session, arg: str) -> CommandReply:
     return CommandReply((await session.compact(arg or None)).message)
 
 
+async def _skills(session: Session, arg: str) -> CommandReply:
+    store = session.tools.services.skills
+    if store is None:
+        return CommandReply("Skills are not available in this session.")
+    skills = await anyio.to_thread.run_sync(store.skills)
+    if not skills:
+        return CommandReply(f"No skills yet. Ask me to save a procedure as a skill, or add one under `{store.root}`.")
+    lines = [f"Skills ({len(skills)}); run one with `/<name> <what to do>`:"]
+    lines += [f"- `{s.qualified_name}` — {one_line(s.description, 120)}" + (" (read-only)" if s.read_only else "")
+              for s in skills]
+    return CommandReply("\n".join(lines))
+
+
 async def _sandbox(session: Session, arg: str) -> CommandReply:
     sandbox = session.tools.sandbox
     lines = sandbox.describe() if sandbox is not None else ["no sandbox in this session"]
@@ -110,6 +133,7 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
         SlashCommand("compact", "Summarise the older conversation to free context.",
                      "optional: what to keep in detail", _compact),
+        SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
     )
 }
 
@@ -130,3 +154,41 @@ async def run_command(session: Session, parts: Sequence[PromptPart]) -> CommandR
         return None
     command, arg = parsed
     return await command.run(session, arg)
+
+
+SKILL_HINT = "what to do with this skill"
+
+
+def menu(session: Session) -> list[MenuEntry]:
+    """The ``/`` menu: the commands, then one entry per skill (blocking: reads the skills index)."""
+    entries = [MenuEntry(c.name, c.description, c.hint) for c in COMMANDS.values()]
+    store = session.tools.services.skills
+    taken = set(COMMANDS)
+    for skill in store.skills() if store is not None else ():
+        if skill.name not in taken:  # a built-in command, or a name two categories share, keeps its first owner
+            taken.add(skill.name)
+            entries.append(MenuEntry(skill.name, f"Skill: {one_line(skill.description, 120)}", SKILL_HINT))
+    return entries
+
+
+async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[PromptPart] | None:
+    """``/<skill> request`` as a prompt with that skill loaded in front, or None when it is not one."""
+    from memory.scan import guard_context_text  # pattern tables and the skills store: kept off start-up
+    from memory.skills import SkillError
+
+    text = command_text(parts)
+    store = session.tools.services.skills
+    if text is None or store is None or not text.strip().startswith("/"):
+        return None
+    name, _, request = text.strip()[1:].partition(" ")
+    if not name or name in COMMANDS:
+        return None
+    try:
+        view = await anyio.to_thread.run_sync(store.view, name)
+    except SkillError:
+        return None  # not a skill: the word goes to the model as written
+    body = guard_context_text(f"skill {name}", view.text)
+    loaded = (f"[The user ran the skill `{view.info.qualified_name}`. Follow its instructions for the request "
+              f"after them.]\n\n<skill name=\"{view.info.qualified_name}\">\n{body}\n</skill>\n\n"
+              f"{request.strip() or 'Run the skill.'}")
+    return [TextPart(loaded), *parts[1:]]

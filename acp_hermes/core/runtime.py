@@ -8,8 +8,10 @@ needs them; the SessionDB is opened on a thread while the server starts.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
     from acp_hermes.model.provider import AnthropicProvider
     from memory.session_db import SessionDB
+    from memory.skills import SkillStore
     from memory.store import MemoryStore
     from tools.registry import ToolRegistry
 
@@ -40,6 +43,7 @@ class Runtime:
     _build_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the warm-up builds on a thread
     _memory: MemoryStore | None = None
     _grants: GrantStore | None = None
+    _skills: dict[Path, SkillStore] = field(default_factory=dict)  # by project: sessions there share the index
 
     @property
     def provider(self) -> AnthropicProvider:
@@ -90,6 +94,17 @@ class Runtime:
                 self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
             )
         return self._memory
+
+    def skills_for(self, cwd: Path) -> SkillStore:
+        """The skills a session in ``cwd`` sees: ``$HERMES_HOME/skills``, then the configured
+        folders and the project's ``.hermes/skills`` (read-only; the home folder wins a name)."""
+        store = self._skills.get(cwd)
+        if store is None:
+            from memory.skills import SkillStore
+
+            external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
+            store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
+        return store
 
     @property
     def grants(self) -> GrantStore:

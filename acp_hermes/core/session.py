@@ -86,7 +86,7 @@ class Session:
             cwd=cwd,
             roots=roots,
             services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary,
-                                  secrets=runtime.settings.secrets),
+                                  skills=runtime.skills_for(cwd), secrets=runtime.settings.secrets),
             sandbox=SessionSandbox(
                 enabled=runtime.settings.sandbox != "off",
                 writable=roots,

@@ -109,6 +109,7 @@ class SessionManager:
                 system_message=settings.system_message,
                 memory_block=self.runtime.memory.snapshot().render(),
                 tool_names=self.runtime.tool_names,
+                skills=[(s.name, s.category, s.description) for s in self.runtime.skills_for(cwd).skills()],
                 context_file_max_chars=settings.context_file_max_chars,
                 additional_directories=extra,
             )

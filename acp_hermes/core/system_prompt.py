@@ -9,6 +9,7 @@ belongs in user messages or tool results, never here.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from acp_hermes.config import Paths
 from memory.scan import guard_context_text
+from memory.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ DEFAULT_IDENTITY = (
 _HERMES_FILES = (".hermes.md", "HERMES.md")
 _AGENTS_FILES = ("AGENTS.md", "agents.md")
 _CLAUDE_FILES = ("CLAUDE.md", "claude.md")
+SKILL_DESCRIPTION_CHARS = 200  # of a skill's description in the index
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class PromptInputs:
     system_message: str | None
     memory_block: str
     tool_names: frozenset[str]
+    skills: Sequence[tuple[str, str | None, str]] = ()  # (name, category, description), sorted
     context_file_max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS
     additional_directories: tuple[Path, ...] = ()
 
@@ -75,6 +79,7 @@ def build_system_prompt(inputs: PromptInputs) -> str:
         _tool_guidance(inputs.tool_names),
         _config_message(inputs.system_message),
         inputs.memory_block,
+        _skills_index(inputs.skills),
         _project_context(context_files),
         _environment(inputs),
     ]
@@ -235,6 +240,15 @@ def _tool_guidance(tools: frozenset[str]) -> str:
             "profile. Keep entries short and factual; skip transient task state and anything the code "
             "already says; fix or remove entries that turn out wrong."
         )
+    if "skill_manage" in tools:
+        sections.append(
+            "# Skills\n"
+            "Skills are procedures you and the user saved for recurring work. When a task matches a skill "
+            "in the index below, load it with `skill_view` before you start and follow it. After a task "
+            "that took real trial and error, or when the user shows you how they want something done, save "
+            "the procedure with `skill_manage` (create, or patch the skill you used when it was wrong or "
+            "incomplete)."
+        )
     if "session_search" in tools:
         sections.append(
             "# Past sessions\n"
@@ -242,6 +256,20 @@ def _tool_guidance(tools: frozenset[str]) -> str:
             "`session_search` before asking them to repeat themselves."
         )
     return "\n\n".join(sections)
+
+
+def _skills_index(skills: Sequence[tuple[str, str | None, str]]) -> str:
+    """The skills there are, grouped by category, one line each (the bodies load on demand)."""
+    if not skills:
+        return ""
+    lines = ["# Skills index\nLoad a matching skill with `skill_view(name)` before starting the task."]
+    for category, group in itertools.groupby(skills, key=lambda skill: skill[1]):
+        lines.append(f"## {category}" if category else "## general")
+        lines += [
+            f"- {name}: {guard_context_text(f'skill {name}', one_line(description, SKILL_DESCRIPTION_CHARS))}"
+            for name, _, description in group
+        ]
+    return "\n".join(lines)
 
 
 def _config_message(message: str | None) -> str:

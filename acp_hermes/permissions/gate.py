@@ -10,6 +10,7 @@ session and, in the grant store, for the project.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,7 +76,8 @@ class SessionGrants:
     """What the user chose "always" for, for the rest of this session."""
 
     edits: bool | None = None
-    state: bool | None = None
+    allow_state: set[str] = field(default_factory=set)
+    reject_state: set[str] = field(default_factory=set)
     allow_commands: set[str] = field(default_factory=set)
     reject_commands: set[str] = field(default_factory=set)
     readable_dirs: set[Path] = field(default_factory=set)
@@ -127,8 +129,9 @@ class PermissionGate:
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
-        title = ctx.title or "Update memory"
-        await self._settle(ctx, StateRequest(), title, "edit", display)
+        subject = _state_subject(changes, Path(os.path.realpath(self._hermes_home / "skills")))
+        title = ctx.title or f"Update {subject}"
+        await self._settle(ctx, StateRequest(subject), title, "edit", display)
 
     async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
         request = ReadRequest(tuple(paths), purpose)
@@ -176,7 +179,7 @@ class PermissionGate:
         if offer.scope == "edits":
             self.session.edits = allow
         elif offer.scope == "state":
-            self.session.state = allow
+            (self.session.allow_state if allow else self.session.reject_state).update(offer.keys)
         elif offer.scope == "reads":
             (self.session.readable_dirs if allow else self.session.unreadable_dirs).update(map(Path, offer.keys))
         else:
@@ -194,7 +197,8 @@ class PermissionGate:
         project = self._project_grants
         return Grants(
             edits=self.session.edits,
-            state=self.session.state,
+            allowed_state=frozenset(self.session.allow_state),
+            rejected_state=frozenset(self.session.reject_state),
             allowed_commands=frozenset(self.session.allow_commands | project.allow),
             rejected_commands=frozenset(self.session.reject_commands | project.reject),
             readable_dirs=frozenset(self.session.readable_dirs),
@@ -207,8 +211,8 @@ class PermissionGate:
         lines = [f"mode: {self.mode.value}"]
         if grants.edits is not None:
             lines.append(f"edits this session: {'allowed' if grants.edits else 'rejected'}")
-        if grants.state is not None:
-            lines.append(f"memory updates this session: {'allowed' if grants.state else 'rejected'}")
+        lines += [f"changes to {subject} this session: allowed" for subject in sorted(grants.allowed_state)]
+        lines += [f"changes to {subject} this session: rejected" for subject in sorted(grants.rejected_state)]
         lines += [f"allow command: {key}" for key in sorted(grants.allowed_commands)]
         lines += [f"reject command: {key}" for key in sorted(grants.rejected_commands)]
         lines += [f"read this session: {path}" for path in sorted(grants.readable_dirs)]
@@ -241,3 +245,18 @@ def _edit_title(changes: Sequence[FileChange], cwd: Path) -> str:
         shown = str(path)
     verb = "Delete" if changes[0].new_text is None else ("Create" if changes[0].old_text is None else "Edit")
     return f"{verb} {shown}"
+
+
+_SKILL_PARTS = frozenset({"SKILL.md", "references", "templates", "scripts", "assets"})
+
+
+def _state_subject(changes: Sequence[FileChange], skills_root: Path) -> str:
+    """What a store change touches, as narrowly as "always" should cover it: one skill, or memory."""
+    for change in changes:
+        try:
+            parts = change.path.relative_to(skills_root).parts
+        except ValueError:
+            continue
+        cut = next((n for n, part in enumerate(parts) if part in _SKILL_PARTS), len(parts))
+        return f"skill {'/'.join(parts[:cut])}"
+    return "memory"

@@ -58,7 +58,10 @@ class CommandRequest:
 
 @dataclass(frozen=True, slots=True)
 class StateRequest:
-    """A change to the agent's own stores (memory, skills)."""
+    """A change to the agent's own stores: ``subject`` is what "always" covers ("memory", or one
+    skill as "skill <name>")."""
+
+    subject: str = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,8 @@ class Grants:
     """What the user answered "always" to, as far as this session can see."""
 
     edits: bool | None = None  # True: allow all edits in the workspace; False: reject all; None: ask
-    state: bool | None = None
+    allowed_state: frozenset[str] = frozenset()  # StateRequest subjects allowed for the session
+    rejected_state: frozenset[str] = frozenset()
     allowed_commands: frozenset[str] = frozenset()
     rejected_commands: frozenset[str] = frozenset()
     readable_dirs: frozenset[Path] = frozenset()  # outside the workspace: reading allowed this session
@@ -121,7 +125,7 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
         return _decide_command(request, mode, grants, where)
     if isinstance(request, ReadRequest):
         return _decide_read(request, mode, grants, where)
-    return _decide_state(mode, grants)
+    return _decide_state(request, mode, grants)
 
 
 def _refuse(message: str, *reasons: str) -> Verdict:
@@ -239,14 +243,17 @@ def _decide_sandboxed(
     return Verdict("ask", offer=offer, sandboxed=True)
 
 
-def _decide_state(mode: Mode, grants: Grants) -> Verdict:
+def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
+    subject = request.subject
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
-    if grants.state is False:
-        return _refuse("The user chose to reject memory updates in this session. " + DECLINED, "state rejected")
-    if grants.state:
+    if subject in grants.rejected_state:
+        return _refuse(f"The user chose to reject changes to {subject} in this session. " + DECLINED,
+                       f"{subject} rejected")
+    if subject in grants.allowed_state:
         return Verdict("allow", ("session grant",))
     if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
         return Verdict("allow", (f"{mode.value} mode",))
-    offer = GrantOffer("state", (), "Allow memory updates for this session", "Reject memory updates for this session")
+    offer = GrantOffer("state", (subject,), f"Allow changes to {subject} for this session",
+                       f"Reject changes to {subject} for this session")
     return Verdict("ask", offer=offer)

@@ -12,7 +12,7 @@ from acp_hermes.adapter.errors import AuthRequired, as_request_error, translated
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
 from acp_hermes.config import THOUGHT_LEVELS, ConfigError, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices
-from acp_hermes.core.commands import COMMANDS
+from acp_hermes.core.commands import COMMANDS, MenuEntry
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.permissions.modes import Mode
 from memory.session_db import SessionDBCorrupt
@@ -79,11 +79,16 @@ def test_legacy_modes_agree_with_the_mode_option(mode: Mode) -> None:
     assert {m["id"] for m in modes["availableModes"]} == {m.value for m in Mode}
 
 
+MENU = [MenuEntry(c.name, c.description, c.hint) for c in COMMANDS.values()]
+SKILL = MenuEntry("deploy-docs", "Skill: publish the docs site", "what to do with this skill")
+
+
 def test_available_commands_name_every_command_with_its_hint() -> None:
-    update = available_commands_update()
+    update = available_commands_update([*MENU, SKILL])
     assert update["sessionUpdate"] == "available_commands_update"
     listed = {c["name"]: c for c in update["availableCommands"]}
-    assert list(listed) == list(COMMANDS)
+    assert list(listed) == [*COMMANDS, "deploy-docs"]
+    assert listed["deploy-docs"]["input"] == {"hint": "what to do with this skill"}
     assert "input" not in listed["help"]
     assert listed["mode"]["input"] == {"hint": COMMANDS["mode"].hint}
     for name, command in COMMANDS.items():
@@ -99,7 +104,7 @@ def test_option_shapes_are_valid_against_the_acp_schema(mode: Mode) -> None:
     new_session = {"sessionId": "s1", "modes": session_modes(choices(mode)), "configOptions": options}
     assert schema.problems("NewSessionResponse", new_session) == []
     for update in (
-        available_commands_update(),
+        available_commands_update([*MENU, SKILL]),
         {"sessionUpdate": "config_option_update", "configOptions": options},
         {"sessionUpdate": "current_mode_update", "currentModeId": mode.value},
     ):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from acp_hermes.core.user_prompt import (
     UnsupportedPart,
 )
 from tests.support.schema_check import default_schema
+from tools.contracts import ToolServices
 
 ROUND_TRIPS: list[tuple[dict[str, Any], PromptPart]] = [
     ({"type": "text", "text": "hello"}, TextPart("hello")),
@@ -102,6 +104,7 @@ class FakeSession:
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
+        self.tools = SimpleNamespace(services=ToolServices())  # no skills: no /<skill> expansion
 
     async def prompt(self, parts: list[PromptPart]) -> str:
         self.prompts.append(list(parts))
@@ -113,6 +116,10 @@ def agent_and_session(tmp_path: Path) -> tuple[HermesAgent, FakeSession]:
     agent = HermesAgent(Paths(tmp_path), Settings())
     session = FakeSession()
     agent._session = lambda session_id: session  # type: ignore[method-assign,assignment,return-value]
+
+    async def no_menu(session: object, *, force: bool = False) -> None: ...
+
+    agent._announce_menu = no_menu  # type: ignore[method-assign,assignment]
     return agent, session
 
 
