@@ -109,6 +109,9 @@ class Settings(BaseModel):
     compression: bool = True  # compact the conversation when it fills compression_threshold of the window
     compression_threshold: float = Field(default=0.5, gt=0.05, le=0.95)
     memory_flush: bool = True  # before compacting, let the model save memories in one hidden call
+    learning_loop: bool = True  # background reviews that keep memory and skills current
+    memory_nudge_interval: int = Field(default=10, ge=0)  # user turns between memory reviews (0: off)
+    skill_nudge_interval: int = Field(default=10, ge=0)  # tool-using model calls between skill reviews (0: off)
     skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
     sandbox_network: bool = False  # let sandboxed commands use the network without asking

@@ -224,6 +224,7 @@ class HermesAgent:
     def _after_open(self, session: Session) -> None:
         """What a client expects right after a session appears: commands, usage; warm imports."""
         session.on_first_exchange = self._name_session
+        session.spawn = self.spawn
 
         async def announce() -> None:
             await self._announce_menu(session, force=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -102,6 +102,22 @@ async def _compact(session: Session, arg: str) -> CommandReply:
     return CommandReply((await session.compact(arg or None)).message)
 
 
+async def _memory(session: Session, arg: str) -> CommandReply:
+    store = session.tools.services.memory
+    if store is None:
+        return CommandReply("Memory is not available in this session.")
+    lines = []
+    targets: tuple[tuple[Literal["memory", "user"], str], ...] = (
+        ("memory", "Memory (MEMORY.md)"), ("user", "User profile (USER.md)"))
+    for target, label in targets:
+        entries = await anyio.to_thread.run_sync(store.entries, target)
+        used, limit = await anyio.to_thread.run_sync(store.usage, target)
+        lines.append(f"**{label}** — {used:,} of {limit:,} characters ({used * 100 // max(limit, 1)}%)")
+        lines += [f"- {one_line(entry, 200)}" for entry in entries] or ["- (empty)"]
+    lines.append("\nNew sessions see these; the running one keeps the snapshot it started with.")
+    return CommandReply("\n".join(lines))
+
+
 async def _skills(session: Session, arg: str) -> CommandReply:
     store = session.tools.services.skills
     if store is None:
@@ -134,6 +150,7 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("compact", "Summarise the older conversation to free context.",
                      "optional: what to keep in detail", _compact),
         SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
+        SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
     )
 }
 

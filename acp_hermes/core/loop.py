@@ -71,6 +71,7 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     context_tokens: int = 0
+    tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
 
 
 @dataclass
@@ -272,6 +273,7 @@ class AgentLoop:
         outcomes[index] = await self._run_one(call)
 
     async def _run_one(self, call: ToolCall) -> ToolOutcome:
+        self.result.tools_used.add(call.name)
         record = self._open[call.id]
         ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
         result = await self._registry.dispatch(call, ctx)

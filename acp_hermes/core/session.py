@@ -18,6 +18,7 @@ from acp_hermes.config import Settings
 from acp_hermes.core.choices import SessionChoices, apply_choice
 from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
+from acp_hermes.core.review import Nudges, Proposal
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
 from acp_hermes.core.transcript import Transcript
 from acp_hermes.model.pricing import context_window, price_of
@@ -29,6 +30,8 @@ from tools.contracts import Editor, ToolEventSink, ToolServices
 from tools.sandbox import SessionSandbox, hidden_paths
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.loop import StopReason, TurnSettings
     from acp_hermes.core.user_prompt import PromptPart
@@ -107,6 +110,13 @@ class Session:
         self.on_first_exchange: Callable[[Session], None] | None = None
         # A fresh system prompt for this session (memory, context files as they are now): compaction only.
         self.rebuild_prompt: Callable[[], str] = lambda: self.system_prompt
+        # Runs a background job beside the session (set by whoever serves it): the learning loop's reviews.
+        self.spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None
+        settings = runtime.settings
+        self.nudges = Nudges(settings.memory_nudge_interval if settings.learning_loop else 0,
+                             settings.skill_nudge_interval if settings.learning_loop else 0)
+        self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
+        self._reviews = anyio.CancelScope()  # cancelled with the session
         self._naming_started = False
 
     @property
@@ -176,6 +186,11 @@ class Session:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
         if self._compaction_due(self.last_context_tokens):
             await self._compact()
+        if self.proposals:
+            from acp_hermes.core.review import offer_proposals
+
+            await offer_proposals(self.proposals, registry=registry, sink=self._sink, transcript=self.transcript,
+                                  make_context=self._tool_context)
         loop = AgentLoop(
             provider=self._runtime.provider,
             registry=registry,
@@ -201,8 +216,38 @@ class Session:
         if stop != "cancelled" and not self.title and not self._naming_started and self.on_first_exchange:
             self._naming_started = True
             self.on_first_exchange(self)
+        if stop != "cancelled":
+            self._nudge(result.tools_used, max(0, result.model_calls - 1))
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop
+
+    # -- the learning loop
+
+    def _nudge(self, tools_used: set[str], tool_calls: int) -> None:
+        memory, skills = self.nudges.after_turn(tools_used, tool_calls)
+        if (memory or skills) and self.spawn is not None:
+            self.spawn(self._review(memory=memory, skills=skills))
+
+    async def _review(self, *, memory: bool, skills: bool) -> None:
+        """A background review of the conversation as it is now (see ``core.review``)."""
+        import copy
+
+        from acp_hermes.core.review import ReviewTarget, review
+
+        target = ReviewTarget(
+            messages=copy.deepcopy(self.transcript.messages), system_prompt=self.system_prompt,
+            settings=self._turn_settings(), provider=self._runtime.provider, registry=self._runtime.registry,
+            scope=self.tools, editor=self.editor, gate=self.gate, sink=self._sink, transcript=self.transcript,
+            proposals=self.proposals,
+        )
+        with self._reviews:
+            try:
+                usage, calls = await review(target, memory=memory, skills=skills)
+            except Exception:  # a review must never take the session down
+                log.exception("session %s: background review failed", self.id)
+                return
+        if calls:
+            await anyio.to_thread.run_sync(self._runtime.record_usage, self.id, self.choices.model, usage, calls)
 
     # -- compaction
 
@@ -289,4 +334,5 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
+        self._reviews.cancel()
         self.cancel()

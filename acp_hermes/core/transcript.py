@@ -86,6 +86,12 @@ class Transcript:
         with anyio.CancelScope(shield=True):  # a cancel must not lose a finished message
             await anyio.to_thread.run_sync(write)
 
+    async def add_side_call(self, outcome: ToolOutcome) -> None:
+        """Store a call the agent made beside the conversation (a background review's write, a held
+        proposal): replayed to the editor, never part of the model's history."""
+        await self._append_row("tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
+                               display=outcome.display_record())
+
     async def add_user(self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart]) -> None:
         self.messages.append({"role": "user", "content": content})
         await self._append_row("user", plain_text, payload=content, display={"prompt": [to_record(p) for p in prompt]})

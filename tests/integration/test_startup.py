@@ -18,7 +18,7 @@ HEAVY = ("anthropic", "jsonschema", "httpx")
 TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
                 "tools.search", "tools.diffs", "tools.registry")
 RULE_TABLES = ("acp_hermes.permissions.command_risk", "tools.sensitive_paths")
-_IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|( *)(\S+)\s*$")
+_IMPORT_LINE = re.compile(r"^import time:\s+-?\d+ \|\s+-?\d+ \|( *)(\S+)\s*$")  # threads can make times negative
 
 
 def imported_modules(stderr: str) -> set[str]:
