@@ -71,6 +71,13 @@ class TurnFigures:
         return self.cache_read / self.total if self.total else 0.0
 
 
+def conversation_only(home: Path) -> None:
+    """No background reviews: the figures are the conversation's own (reviews: bench/long_session.py)."""
+    from tests.support.acp_harness import write_config
+
+    write_config(home, "learning_loop: false\n")
+
+
 def prepare_workspace(workspace: Path) -> None:
     """A few small source files for the read and search turns."""
     for number in range(SOURCE_FILES):
@@ -151,6 +158,7 @@ async def run(turns: int) -> list[TurnFigures]:
     with tempfile.TemporaryDirectory(prefix="acp-hermes-cache-") as scratch, FakeAnthropic(simulate_cache=True) as fake:
         root = Path(scratch)
         prepare_workspace(root / "workspace")
+        conversation_only(root / "hermes-home")
         async with running_agent(root, fake) as agent:
             session_id = await agent.new_session()
             return await play(agent, fake, session_id, scenario(turns))

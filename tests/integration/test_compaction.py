@@ -55,9 +55,20 @@ async def test_compact_by_hand_shows_a_card_and_the_context_after_it(tmp_path: P
         assert SUMMARY_MARKER in str(after) and FLUSH_INSTRUCTION not in str(after)
         assert "question 0" in str(after[0])  # the first exchange kept whole
 
+        await chat(agent, fake_anthropic, sid, 6)
+        fake_anthropic.script(text_reply("Nothing new."))
+        fake_anthropic.script_auxiliary(text_reply(SUMMARY + "\n## Progress\nParser written."))
+        assert await agent.prompt(sid, "/compact") == "end_turn"
+        update = str(fake_anthropic.auxiliary_requests[-1])
+        assert "recursive descent" in update  # the previous summary is handed over to be updated
+        fake_anthropic.script(text_reply("On it."))
+        assert await agent.prompt(sid, "continue") == "end_turn"
+        latest = str(fake_anthropic.stream_requests[-1]["messages"])
+        assert latest.count(SUMMARY_MARKER) == 1 and "Parser written." in latest  # one summary, the new one
+
     with SessionDB(tmp_path / "hermes-home" / "acp-hermes" / "state.db") as db:
         segments = db.segments(sid)
-        assert len(segments) == 2 and segments[0].end_reason == "compression"
+        assert len(segments) == 3 and segments[0].end_reason == segments[1].end_reason == "compression"
         assert segments[1].parent_session_id == sid
         assert [s.id for s in db.list_sessions()[0]] == [sid]
 
@@ -66,7 +77,7 @@ async def test_compact_by_hand_shows_a_card_and_the_context_after_it(tmp_path: P
         await again.conn.load_session(cwd=str(again.workspace), session_id=sid, mcp_servers=[])
         replayed = [u["content"]["text"] for u in again.updates(sid, "user_message_chunk")]
         assert [t.split()[0:2] for t in replayed[:8]] == [["question", str(n)] for n in range(8)]
-        assert any(u["title"] == "Compacting conversation" for u in again.updates(sid, "tool_call"))
+        assert len([u for u in again.updates(sid, "tool_call") if u["title"] == "Compacting conversation"]) == 2
         assert await again.prompt(sid, "and now?") == "end_turn"
         assert SUMMARY_MARKER in str(fake_anthropic.stream_requests[-1]["messages"])
 

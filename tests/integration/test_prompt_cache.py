@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 
 from acp_hermes.testing.scripted_model import MessageReply, ThinkingBlock, ToolUseBlock
-from bench.cache_efficiency import FIRST_MEASURED_TURN, TARGET_READ_SHARE, play, prepare_workspace, scenario, share_from
+from bench.cache_efficiency import (
+    FIRST_MEASURED_TURN,
+    TARGET_READ_SHARE,
+    conversation_only,
+    play,
+    prepare_workspace,
+    scenario,
+    share_from,
+)
 from memory.session_db import SessionDB, SessionRecord
 from tests.support.acp_harness import AgentProcess, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, thinking_then_text, tool_calls_reply, tool_reply
@@ -182,6 +190,7 @@ async def test_a_30_turn_session_reads_90_percent_of_its_input_from_the_cache_an
     tmp_path: Path,
 ) -> None:
     prepare_workspace(tmp_path / "workspace")
+    conversation_only(tmp_path / "hermes-home")
     with FakeAnthropic(simulate_cache=True) as fake:
         async with running_agent(tmp_path, fake) as agent:
             sid = await agent.new_session()

@@ -138,3 +138,33 @@ async def test_a_skill_added_by_another_process_reaches_the_menu_and_the_next_se
         assert await agent.prompt(later, "hi") == "end_turn"
     assert "triage" not in fake_anthropic.stream_requests[0]["system"][0]["text"]
     assert "- triage: Sort incoming bug reports" in fake_anthropic.stream_requests[1]["system"][0]["text"]
+
+
+async def test_every_skill_manage_action_through_the_server(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "hermes-home"
+    put_skill(home, "ops/rotate-logs", skill_md("rotate-logs", "Rotate the logs."))
+    folder = home / "skills" / "ops" / "rotate-logs"
+    fake_anthropic.script(
+        manage("toolu_write", action="write_file", name="rotate-logs", file_path="references/paths.md",
+               content="- /var/log/app\n"),
+        manage("toolu_outside", action="write_file", name="rotate-logs", file_path="notes.md", content="x"),
+        manage("toolu_edit", action="edit", name="rotate-logs",
+               content=skill_md("rotate-logs", "Rotate and compress the logs.", "Run logrotate.")),
+        manage("toolu_wrong_name", action="edit", name="rotate-logs", content=skill_md("other", "x")),
+        manage("toolu_remove", action="remove_file", name="rotate-logs", file_path="references/paths.md"),
+        manage("toolu_delete", action="delete", name="rotate-logs"),
+        text_reply("Done."),
+    )
+    fake_anthropic.script_auxiliary(text_reply("Skill upkeep"))
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        assert await agent.prompt(sid, "tidy the skill") == "end_turn"
+        calls = check_tool_calls(agent, sid)
+        await agent.wait_for(lambda: "rotate-logs" not in menu_names(agent, sid)[-1])
+    statuses = {c: calls[c].status for c in ("toolu_write", "toolu_outside", "toolu_edit", "toolu_wrong_name",
+                                             "toolu_remove", "toolu_delete")}
+    assert statuses == {"toolu_write": "completed", "toolu_outside": "failed", "toolu_edit": "completed",
+                        "toolu_wrong_name": "failed", "toolu_remove": "completed", "toolu_delete": "completed"}
+    assert "references/" in tool_result(fake_anthropic, "toolu_outside")[0]  # only the four subfolders
+    assert not folder.exists()
