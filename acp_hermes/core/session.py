@@ -116,7 +116,7 @@ class Session:
         self.nudges = Nudges(settings.memory_nudge_interval if settings.learning_loop else 0,
                              settings.skill_nudge_interval if settings.learning_loop else 0)
         self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
-        self._reviews = anyio.CancelScope()  # cancelled with the session
+        self._reviews: set[anyio.CancelScope] = set()  # running background reviews: cancelled with the session
         self._naming_started = False
 
     @property
@@ -240,12 +240,18 @@ class Session:
             scope=self.tools, editor=self.editor, gate=self.gate, sink=self._sink, transcript=self.transcript,
             proposals=self.proposals,
         )
-        with self._reviews:
-            try:
+        scope = anyio.CancelScope()
+        self._reviews.add(scope)
+        try:
+            with scope:
                 usage, calls = await review(target, memory=memory, skills=skills)
-            except Exception:  # a review must never take the session down
-                log.exception("session %s: background review failed", self.id)
-                return
+        except Exception:  # a review must never take the session down
+            log.exception("session %s: background review failed", self.id)
+            return
+        finally:
+            self._reviews.discard(scope)
+        if scope.cancelled_caught:
+            return
         if calls:
             await anyio.to_thread.run_sync(self._runtime.record_usage, self.id, self.choices.model, usage, calls)
 
@@ -334,5 +340,6 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
-        self._reviews.cancel()
+        for scope in list(self._reviews):
+            scope.cancel()
         self.cancel()

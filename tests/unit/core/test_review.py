@@ -154,3 +154,36 @@ async def test_in_default_mode_a_reviews_write_waits_for_the_users_next_prompt(
     assert ((env.runtime.paths.memories / "USER.md").exists() and "Prefers tabs" in
             (env.runtime.paths.memories / "USER.md").read_text()) is saved
     assert session.proposals == []
+
+
+async def test_reviews_that_overlap_both_finish_and_close_cancels_them(env: Env) -> None:
+    session, spawner = reviewing_session(env, "accept-edits")
+    session.nudges = Nudges(memory_interval=1, skill_interval=0)
+    await two_turns(env, session)
+    assert len(spawner.jobs) == 2
+    saved = iter(["Uses tabs.", "Works on the parser."])
+
+    def review_reply(request: ModelRequest) -> list[StreamEvent]:
+        if "tool_result" in str(request.messages[-1]):
+            return text("Saved.")
+        return tool_call("memory", {"action": "add", "target": "user", "content": next(saved)})
+
+    env.provider.script(*[review_reply] * 4)
+    async with anyio.create_task_group() as group:
+        for job in spawner.jobs:
+            group.start_soon(lambda job=job: job)
+    profile = (env.runtime.paths.memories / "USER.md").read_text()
+    assert "Uses tabs." in profile and "Works on the parser." in profile
+
+    blocked = HeldReviewProvider()
+    blocked.release = anyio.Event()
+    env.runtime._provider = blocked  # type: ignore[assignment]
+    blocked.script(REMEMBER)
+    session.spawn = spawner
+    spawner.jobs.clear()
+    session._nudge(set(), 0)
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: spawner.jobs[0])
+        await anyio.wait_all_tasks_blocked()
+        session.close()  # the waiting review is cancelled with the session
+    assert "Prefers tabs" not in (env.runtime.paths.memories / "USER.md").read_text()
