@@ -206,6 +206,9 @@ async def drive_server(blocks: Sequence[Block], workdir: Path) -> Timeline:
     (workspace / COUNTER_FILE).write_text(counter_text(0))
     model = ScriptedModelServer(Script([block.calls for block in blocks])).start()
     timeline = Timeline()
+    own = workdir / "hermes-home" / "acp-hermes"
+    own.mkdir(parents=True, exist_ok=True)
+    (own / "config.yaml").write_text("learning_loop: false\n")  # the edits alone: no background reviews
     env = {"HERMES_HOME": str(workdir / "hermes-home"), "ANTHROPIC_BASE_URL": model.base_url,
            "ANTHROPIC_API_KEY": "sk-ant-bench", "PYTHONUNBUFFERED": "1"}
     try:
@@ -248,6 +251,9 @@ class AllowAll:
         return CommandPermit()
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        return None
+
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: str = "file") -> None:
         return None
 
 

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from acp_hermes.adapter.prompt_blocks import to_block
-from acp_hermes.adapter.render import render_update
-from acp_hermes.core.events import AgentText, AgentThought, ToolCallFinished, ToolCallStarted
+from acp_hermes.adapter.render import locations, render_update, tool_content
+from acp_hermes.core.events import AgentText, AgentThought
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, stored_messages
 from tools.contracts import PlanUpdated
 
@@ -44,13 +44,20 @@ def _reply_updates(reply: StoredReply) -> Iterator[dict[str, Any]]:
 
 
 def _tool_updates(call: StoredToolCall) -> Iterator[dict[str, Any]]:
-    kind: Any = call.kind
-    started = ToolCallStarted(call.call_id, call.name, call.title, kind, call.raw_input, call.locations)
-    finished = ToolCallFinished(
-        call.call_id, "completed" if call.ok else "failed", call.display, raw_output=call.raw_output
-    )
-    update = render_update(started)
-    update.update({k: v for k, v in render_update(finished).items() if k not in ("sessionUpdate", "toolCallId")})
+    """The call as one final ``tool_call`` (what its start and its end rendered, together)."""
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": call.call_id,
+        "title": call.title,
+        "kind": call.kind,
+        "status": "completed" if call.ok else "failed",
+        "rawInput": call.raw_input,
+        "content": [tool_content(item) for item in call.display],
+    }
+    if call.locations:
+        update["locations"] = locations(call.locations)
+    if call.raw_output is not None:
+        update["rawOutput"] = call.raw_output
     yield update
     if call.plan is not None:
         yield render_update(PlanUpdated(call.plan))

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 
 AUTH_METHOD_KEY = "anthropic-api-key"
 SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
+SKILLS_POLL_SECONDS = 3.0  # how soon an idle session's / menu shows a skill changed elsewhere
 AUTH_METHOD_SETUP = "acp-hermes-setup"
 
 
@@ -60,6 +61,7 @@ class HermesAgent:
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None
         self._menus: dict[str, tuple[tuple[str, str], ...]] = {}  # the / menu each session was last sent
+        self._watching_skills = False
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._failed_creations: dict[str, str] = {}  # session/new answered, but storing the session failed
@@ -232,6 +234,18 @@ class HermesAgent:
 
         self.spawn(announce())
         self.spawn(anyio.to_thread.run_sync(self.runtime.warm_up))
+        if not self._watching_skills:
+            self._watching_skills = True
+            self.spawn(self._watch_skills())
+
+    async def _watch_skills(self) -> None:
+        """Tell editors of idle sessions when skills change on disk (another process, a hand edit)."""
+        while True:
+            await anyio.sleep(SKILLS_POLL_SECONDS)
+            for session in self.manager.live():
+                store = session.tools.services.skills
+                if store is not None and not await anyio.to_thread.run_sync(store.unchanged):
+                    await self._announce_menu(session)
 
     async def _announce_menu(self, session: Session, *, force: bool = False) -> None:
         """Send the ``/`` menu when it changed (a skill created, deleted or renamed, here or elsewhere)."""
@@ -381,8 +395,7 @@ class HermesAgent:
             try:
                 return {"stopReason": await session.prompt(parts)}
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self._announce_menu(session)
+                self.spawn(self._announce_menu(session))  # after the answer: a turn may have changed skills
         if reply.changed_option is not None:
             await self._announce_choice(session, reply.changed_option)
         await self.link.update(session.id, render_update(AgentText(str(uuid.uuid4()), reply.text)))

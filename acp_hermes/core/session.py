@@ -179,7 +179,8 @@ class Session:
             self.stored_tool_results = []
         converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
         content = list(converted.content)
-        hint = await anyio.to_thread.run_sync(self._hints.check_paths, attached_paths(parts, self.cwd))
+        attached = attached_paths(parts, self.cwd)
+        hint = await anyio.to_thread.run_sync(self._hints.check_paths, attached) if attached else ""
         if hint.strip():  # attached files count as touched, like the paths of tool calls
             content.append({"type": "text", "text": hint.strip()})
         if self.choices.mode is Mode.PLAN:

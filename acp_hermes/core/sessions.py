@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.core.errors import SessionNotFoundError
@@ -73,6 +73,7 @@ class SessionManager:
                 later[-1] = self.runtime.db.messages(current.id)
             else:
                 rows = self.runtime.db.messages(record.id)
+        history_rows = later[-1] if later else rows
         rows = [*rows, *(row for segment in later for row in segment)]
         session = Session(
             session_id=record.id,
@@ -93,7 +94,7 @@ class SessionManager:
             if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
             and row.display.get("status") == "completed"
         ]
-        session.last_context_tokens = _estimated_context(session.system_prompt, transcript.messages)
+        session.last_context_tokens = _estimated_context(session.system_prompt, history_rows, carried=bool(later))
         session.rebuild_prompt = lambda: self.system_prompt(record.id, cwd, extra)
         self._live[record.id] = session
         return session, rows
@@ -188,9 +189,15 @@ class SessionManager:
             raise SessionNotFoundError(session_id)
 
 
-def _estimated_context(system_prompt: str, messages: Sequence[dict[str, Any]]) -> int:
-    """Roughly how many tokens a restored conversation holds, so the editor's context gauge is
-    not empty until the next model call reports the exact figure."""
-    from acp_hermes.core.compression import CHARS_PER_TOKEN, estimate_tokens
+def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, carried: bool) -> int:
+    """Roughly how many tokens a restored conversation holds (about 4 characters a token), so the
+    editor's context gauge is not empty until the next model call reports the exact figure. Rows a
+    compaction carried over have no text of their own: their content counts instead."""
+    characters = len(system_prompt) + sum(len(row.content) + len(row.reasoning or "") for row in rows)
+    if not carried:
+        return characters // 4
+    from acp_hermes.core.compression import estimate_tokens
 
-    return len(system_prompt) // CHARS_PER_TOKEN + estimate_tokens(messages)
+    kept = [{"role": row.role, "content": row.payload} for row in rows
+            if isinstance(row.display, dict) and row.display.get("carried") and row.payload]
+    return characters // 4 + estimate_tokens(kept)

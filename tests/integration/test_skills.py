@@ -132,8 +132,8 @@ async def test_a_skill_added_by_another_process_reaches_the_menu_and_the_next_se
         sid = await agent.new_session()
         await agent.wait_for_update(sid, "available_commands_update")
         put_skill(home, "triage", skill_md("triage", "Sort incoming bug reports by severity."))
+        await agent.wait_for(lambda: "triage" in menu_names(agent, sid)[-1])  # while idle: no prompt needed
         assert await agent.prompt(sid, "hi") == "end_turn"
-        await agent.wait_for(lambda: "triage" in menu_names(agent, sid)[-1])
         later = await agent.new_session()
         assert await agent.prompt(later, "hi") == "end_turn"
     assert "triage" not in fake_anthropic.stream_requests[0]["system"][0]["text"]
