@@ -31,11 +31,6 @@ counts them) against the window, whether each fact is in the last summary and in
 conversation request's messages, the share of all input tokens of the session (every request,
 compactions included) read from the cache, and the wall time.
 
-The fake model's handler gets ``TCP_NODELAY`` (``disable_nagle_algorithm``): without it each SSE
-event is a small write held back by Nagle's algorithm until the client's delayed ACK, ~40 ms per
-streamed request on a reused connection, which would make the wall time the fake's rather than the
-server's.
-
 Targets: at least one compaction; no prompt larger than the window; every fact in the last summary
 and in the last request; >= 85 % of all input tokens read from the cache.
 """
@@ -60,7 +55,6 @@ if str(ROOT) not in sys.path:  # the harness and the fake model live in tests/, 
     sys.path.insert(0, str(ROOT))
 
 from acp_hermes.core.compression import FLUSH_INSTRUCTION, SUMMARY_TEMPLATE  # noqa: E402
-from acp_hermes.testing import scripted_model  # noqa: E402
 from acp_hermes.testing.scripted_model import HttpError, ModelRequest, Reply  # noqa: E402
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply  # noqa: E402
 
@@ -299,7 +293,6 @@ async def play(agent: AgentProcess, fake: FakeAnthropic, model: Model, turns: Se
 async def run(turn_count: int, window: int) -> Figures:
     from tests.support.acp_harness import running_agent, write_config
 
-    scripted_model._Handler.disable_nagle_algorithm = True  # TCP_NODELAY on the fake's sockets (see the docstring)
     model = Model()
     with tempfile.TemporaryDirectory(prefix="acp-hermes-long-") as scratch, FakeAnthropic(simulate_cache=True) as fake:
         root = Path(scratch)

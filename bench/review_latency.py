@@ -27,10 +27,6 @@ spell on the machine hits both. The script also reports how many review streams 
 each measured prompt and its first chunk and how many reviews reached the model (one per turn is
 expected).
 
-The fake model's handler gets ``TCP_NODELAY`` (``disable_nagle_algorithm``): without it each SSE
-event is a small write held back by Nagle's algorithm until the client's delayed ACK, ~40 ms per
-stream on a reused connection, a property of the fake, not of the server measured.
-
 Target: the median with reviews at most 5 ms above the median without (p95 is reported too), with a
 review streaming beside every measured turn and every nudged review reaching the model.
 """
@@ -55,7 +51,6 @@ if str(ROOT) not in sys.path:  # the harness and the fake model live in tests/, 
     sys.path.insert(0, str(ROOT))
 
 from acp_hermes.core.review import MEMORY_REVIEW  # noqa: E402
-from acp_hermes.testing import scripted_model  # noqa: E402
 from acp_hermes.testing.scripted_model import MessageReply, ModelRequest, Reply, TextBlock  # noqa: E402
 from tests.support import acp_harness  # noqa: E402
 from tests.support.fake_anthropic import FakeAnthropic, text_reply  # noqa: E402
@@ -204,7 +199,6 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 async def run(turns: int, rounds: int, pacing: Pacing) -> list[Run]:
     acp_harness.Arrivals = TimedArrivals  # type: ignore[misc]  # running_agent builds its observer from it
-    scripted_model._Handler.disable_nagle_algorithm = True  # TCP_NODELAY on the fake's sockets (see above)
     out = []
     for _ in range(rounds):
         out.append(await session_run(reviews=False, turns=turns, pacing=pacing))

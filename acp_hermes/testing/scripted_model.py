@@ -582,6 +582,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # each SSE event goes out at once, as from the real API (no 40 ms stalls)
     server: _HTTPServer
 
     def setup(self) -> None:

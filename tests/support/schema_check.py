@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,11 @@ def sdk_schema_document() -> dict[str, Any]:
         if method is not None:
             schema.update({"x-method": method, "x-side": side})
         defs[name] = schema
+    # The content block union has no model of its own in the SDK: take it from a prompt's items.
+    block = typing.get_args(acp.schema.PromptRequest.model_fields["prompt"].annotation)[0]
+    schema = TypeAdapter(block).json_schema(ref_template="#/$defs/{model}")
+    defs.update(schema.pop("$defs", {}))
+    defs["ContentBlock"] = schema
     return {"$defs": defs}
 
 
