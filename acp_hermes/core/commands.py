@@ -49,7 +49,7 @@ class SlashCommand:
 
 async def _help(session: Session, arg: str) -> CommandReply:
     lines = ["Commands:"]
-    lines += [f"- `/{c.name}{' ' + c.hint if c.hint else ''}` — {c.description}" for c in COMMANDS.values()]
+    lines += [f"- `/{c.name}{f' <{c.hint}>' if c.hint else ''}` — {c.description}" for c in COMMANDS.values()]
     return CommandReply("\n".join(lines))
 
 

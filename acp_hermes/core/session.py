@@ -18,7 +18,6 @@ from acp_hermes.config import Settings
 from acp_hermes.core.choices import SessionChoices, apply_choice
 from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
-from acp_hermes.core.review import Nudges, Proposal
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
 from acp_hermes.core.transcript import Transcript
 from acp_hermes.model.pricing import context_window, price_of
@@ -27,13 +26,13 @@ from acp_hermes.permissions.gate import Asker, PermissionGate
 from acp_hermes.permissions.modes import Mode
 from tools.context import ToolContext, ToolScope
 from tools.contracts import Editor, ToolEventSink, ToolServices
-from tools.sandbox import SessionSandbox, hidden_paths
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.loop import StopReason, TurnSettings
+    from acp_hermes.core.review import Proposal
     from acp_hermes.core.user_prompt import PromptPart
     from memory.session_db import SessionDB
 
@@ -63,6 +62,9 @@ class Session:
         asker: Asker,
         title: str | None = None,
     ) -> None:
+        from acp_hermes.core.review import Nudges  # sessions only: kept off start-up
+        from tools.sandbox import SessionSandbox, hidden_paths
+
         self.id = session_id
         self.cwd = cwd
         self.additional_directories = additional_directories

@@ -36,7 +36,8 @@ async def test_help_lists_every_command_with_its_hint(env: Env) -> None:
     shown, changed = await reply_to(env, "/help")
     assert changed is None
     for name, command in COMMANDS.items():
-        assert f"`/{name}{' ' + command.hint if command.hint else ''}`" in shown
+        assert f"`/{name}{f' <{command.hint}>' if command.hint else ''}`" in shown
+    assert "`/model <model name>`" in shown  # the argument reads as a placeholder, not as words of the command
 
 
 @pytest.mark.parametrize(
