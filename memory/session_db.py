@@ -828,14 +828,17 @@ class SessionDB:
         """The session and the continuations context compression made of it, oldest first.
 
         A continuation is a child with ``source = 'compression'``; it is the same conversation
-        for its client, so only the first segment is listed and it carries the client's id.
+        for its client, so only the first segment is listed and it carries the client's id. It
+        counts once its parent ended with ``end_reason = 'compression'``, written after the child is
+        complete: a process killed in between leaves the old segment current.
         """
         sql = f"""
             WITH RECURSIVE chain(id, depth) AS (
                 SELECT ?, 0
                 UNION ALL
                 SELECT s.id, c.depth + 1 FROM sessions AS s JOIN chain AS c ON s.parent_session_id = c.id
-                WHERE s.source = '{CONTINUATION_SOURCE}'
+                JOIN sessions AS p ON p.id = c.id
+                WHERE s.source = '{CONTINUATION_SOURCE}' AND p.end_reason = '{CONTINUATION_SOURCE}'
             )
             SELECT id FROM chain ORDER BY depth
         """

@@ -25,7 +25,7 @@ import anyio
 from acp_hermes.core import compression
 from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
-from acp_hermes.core.transcript import Transcript
+from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
 from memory.session_db import CONTINUATION_SOURCE
 from tools.contracts import TextDisplay
@@ -179,15 +179,16 @@ def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], 
         system_prompt=system_prompt, parent_session_id=old, source=CONTINUATION_SOURCE,
         additional_directories=record.additional_directories,
     )
-    db.update_session(old, end_reason="compression", ended_at=time.time())
-    db.append_message(segment, "tool", card_text, tool_call_id=card, tool_name=CARD_TOOL, display={
-        "title": "Compacting conversation", "kind": "other", "status": "completed",
-        "display": [{"type": "text", "text": card_text, "fence": None}], "raw_output": raw_output,
-    })
+    shown = ToolOutcome(call_id=card, name=CARD_TOOL, title="Compacting conversation", kind="other", raw_input={},
+                        text=card_text, ok=True, display=(TextDisplay(card_text),), locations=(),
+                        raw_output=raw_output)
+    db.append_message(segment, "tool", card_text, tool_call_id=card, tool_name=CARD_TOOL,
+                      display=shown.display_record())
     for message in history:
         content = message["content"]
         db.append_message(segment, message["role"], "", payload=content if isinstance(content, list) else
                           [{"type": "text", "text": content}], display={"carried": True})
+    db.update_session(old, end_reason=CONTINUATION_SOURCE, ended_at=time.time())  # last: the switch
     return segment
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,8 +110,6 @@ class ReviewTarget:
 
 async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[Usage, int]:
     """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost."""
-    from dataclasses import replace
-
     from acp_hermes.core.loop import AgentLoop
     from tools.registry import ToolRegistry
 

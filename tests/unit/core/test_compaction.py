@@ -103,3 +103,19 @@ async def test_a_full_context_is_compacted_before_the_next_turn(env: Env) -> Non
     assert await session.prompt([TextPart("next")]) == "end_turn"
     assert len(env.runtime.db.segments(session.id)) == 2
     assert SUMMARY_MARKER in str(env.provider.requests[-1].messages)
+
+
+async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(env: Env) -> None:
+    session = env.manager().create(env.cwd, ())
+    await chat(env, session, 3)
+    db = env.runtime.db
+    record = db.get_session(session.id)
+    assert record is not None
+    # What a process killed inside the compaction leaves: the child written, the switch not yet.
+    db.create_session("half-done", cwd=record.cwd, model=record.model, mode=record.mode, model_config={},
+                      system_prompt="new", parent_session_id=session.id, source="compression")
+    db.append_message("half-done", "user", "", payload=[{"type": "text", "text": "partial"}],
+                      display={"carried": True})
+    assert [s.id for s in db.segments(session.id)] == [session.id]
+    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    assert restored.transcript.session_id == session.id and len(restored.transcript.messages) == 6
