@@ -102,7 +102,7 @@ def run_doctor(*, repair: bool = False) -> int:
         for name, value in settings.model_dump(mode="json").items():
             if name == "api_key":
                 value = mask(settings.api_key.get_secret_value()) if settings.api_key else "(not set)"
-            print(f"  {name:<23} {value}")
+            print(f"  {name:<23} {human(value)}")
         if not settings.has_api_key:
             problems.append(f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`")
     for env in (ENV_HOME, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL):
@@ -128,3 +128,16 @@ def run_doctor(*, repair: bool = False) -> int:
     for problem in problems:
         print(f"  - {problem}")
     return 1 if problems else 0
+
+
+def human(value: object) -> str:
+    """A configuration value as a person writes it in config.yaml, not as Python prints it."""
+    if value is None:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(human(item) for item in value) if value else "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {human(item)}" for key, item in value.items()) if value else "(none)"
+    return str(value)

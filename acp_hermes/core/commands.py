@@ -102,6 +102,34 @@ async def _compact(session: Session, arg: str) -> CommandReply:
     return CommandReply((await session.compact(arg or None)).message)
 
 
+async def _search(session: Session, arg: str) -> CommandReply:
+    from datetime import datetime
+
+    from memory.recall import recall
+
+    if not arg:
+        return CommandReply("Give some words to look for: `/search <words>` finds past sessions that mention them.")
+    result = await recall(session.db, arg, current_session=session.id, limit=10)
+    if not result.sessions:
+        return CommandReply(f"No past session mentions “{arg}”." + (f" ({result.notice})" if result.notice else ""))
+    lines = [f"Past sessions mentioning “{arg}” (load one from the editor's session list):"]
+    for found in result.sessions:
+        when = datetime.fromtimestamp(found.updated_at).strftime("%Y-%m-%d %H:%M")
+        lines.append(f"- **{found.title or '(untitled)'}** — {when} · `{found.session_id}`")
+        lines += [f"  > {one_line(snippet, 160)}" for snippet in found.snippets[:2]]
+    return CommandReply("\n".join(lines))
+
+
+async def _title(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.titles import clean_title, set_title
+
+    if not arg:
+        return CommandReply(f"Title: {session.title}" if session.title else "This session has no title yet.")
+    title = clean_title(arg)
+    await set_title(session, title)
+    return CommandReply(f"The title is now “{title}”.")
+
+
 async def _memory(session: Session, arg: str) -> CommandReply:
     store = session.tools.services.memory
     if store is None:
@@ -151,6 +179,8 @@ COMMANDS: dict[str, SlashCommand] = {
                      "optional: what to keep in detail", _compact),
         SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
+        SlashCommand("title", "Show or set this session's title.", "new title", _title),
+        SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
     )
 }
 

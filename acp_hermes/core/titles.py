@@ -58,10 +58,16 @@ async def name_session(session: Session) -> None:
                 title = clean_title(text)
         except Exception as exc:
             log.info("title generation failed (%s); using the first user line", exc)
+    if not session.title:  # the user may have named it (/title) meanwhile
+        await set_title(session, title)
+
+
+async def set_title(session: Session, title: str) -> None:
+    """Store ``title`` as the session's and tell the editor (nothing when the session is gone)."""
     from memory.session_db import SessionNotFound
 
     try:
-        await anyio.to_thread.run_sync(lambda: db.update_session(session.id, title=title))
+        await anyio.to_thread.run_sync(lambda: session.db.update_session(session.id, title=title))
     except SessionNotFound:
         log.info("session %s was deleted before it got its title", session.id)
         return

@@ -147,6 +147,10 @@ def test_doctor_masks_the_key_and_lists_file_locations(tmp_path: Path) -> None:
     for path in (home / "acp-hermes" / "config.yaml", home / "acp-hermes" / "logs",
                  home / "acp-hermes" / "state.db"):
         assert str(path) in report
+    configuration = report.split("Configuration")[1].split("Permission grants")[0]
+    values = [line.split(None, 1)[1] for line in configuration.splitlines()[1:] if len(line.split(None, 1)) == 2]
+    assert not {"None", "[]", "{}", "True", "False"} & set(values)  # written as a person writes them
+    assert "  models                  (none)" in configuration and "memory_flush            yes" in configuration
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION
-from acp_hermes.core.commands import COMMANDS, parse, run_command
+from acp_hermes.core.commands import COMMANDS, CommandReply, parse, run_command
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from tests.support.fake_provider import text
@@ -28,7 +28,7 @@ def test_unknown_words_and_ordinary_text_are_not_commands(line: str) -> None:
 
 
 def test_every_command_with_an_argument_declares_its_hint() -> None:
-    takes_argument = {"mode", "model", "thinking", "compact"}
+    takes_argument = {"mode", "model", "thinking", "compact", "title", "search"}
     assert {name for name, command in COMMANDS.items() if command.hint} == takes_argument
 
 
@@ -81,3 +81,31 @@ async def test_usage_reports_what_the_session_spent(env: Env) -> None:
     assert await session.prompt([TextPart("hello")]) == "end_turn"
     reply = await run_command(session, [TextPart("/usage")])
     assert reply is not None and reply.text.startswith("Model calls: 1. Tokens — input 10, output 5")
+
+
+async def test_title_names_the_session_for_good(env: Env) -> None:
+    from acp_hermes.core.events import TitleChanged
+    from acp_hermes.core.titles import name_session
+
+    session = env.manager().create(env.cwd, ())
+    assert (await run_command(session, [TextPart("/title")])) == CommandReply("This session has no title yet.")
+    reply = await run_command(session, [TextPart("/title   Parser  rewrite. ")])
+    assert reply is not None and reply.text == "The title is now “Parser rewrite”."
+    record = env.runtime.db.get_session(session.id)
+    assert record is not None and record.title == "Parser rewrite"
+    assert [e.title for e in env.log.events if isinstance(e, TitleChanged)] == ["Parser rewrite"]
+    await name_session(session)  # the automatic naming after the first exchange keeps the user's title
+    assert session.title == "Parser rewrite" and not env.provider.auxiliary_prompts
+
+
+async def test_search_finds_other_sessions_by_their_words(env: Env) -> None:
+    env.provider.script(text("We picked recursive descent."), text("ok"))
+    earlier = env.manager().create(env.cwd, ())
+    assert await earlier.prompt([TextPart("which parser technique for the zephyrine config?")]) == "end_turn"
+    now = env.manager().create(env.cwd, ())
+    assert await now.prompt([TextPart("hello")]) == "end_turn"
+    found = await run_command(now, [TextPart("/search zephyrine")])
+    missing = await run_command(now, [TextPart("/search quokkaberry")])
+    assert found is not None and f"`{earlier.id}`" in found.text and "zephyrine" in found.text
+    assert missing is not None and missing.text.startswith("No past session mentions")
+    assert not env.provider.auxiliary_prompts  # found by the index alone: no model call

@@ -1,0 +1,44 @@
+"""Slash commands through the real stdio server: answered locally (no model call) with readable text,
+option changes announced to the editor, the title set, sessions searched; an unknown /word goes to
+the model unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.acp_harness import AgentProcess, running_agent
+from tests.support.fake_anthropic import FakeAnthropic, text_reply
+
+pytestmark = pytest.mark.anyio
+
+
+async def reply(agent: AgentProcess, sid: str, line: str) -> str:
+    before = len(agent.agent_text(sid))
+    assert await agent.prompt(sid, line) == "end_turn"
+    return agent.agent_text(sid)[before:]
+
+
+async def test_local_commands_answer_without_the_model(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script(text_reply("The zephyrine parser is done."), text_reply("Passed on as written."))
+    fake_anthropic.script_auxiliary(text_reply("Zephyrine parser"))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        earlier = await agent.new_session()
+        assert await agent.prompt(earlier, "finish the zephyrine parser") == "end_turn"
+        sid = await agent.new_session()
+        requests = len(fake_anthropic.stream_requests)
+
+        assert "`/model <model name>`" in await reply(agent, sid, "/help")
+        assert "now `plan`" in await reply(agent, sid, "/mode plan")
+        assert agent.updates(sid, "current_mode_update")[-1]["currentModeId"] == "plan"
+        assert "now `high`" in await reply(agent, sid, "/thinking high")
+        assert "mode: plan" in await reply(agent, sid, "/permissions")
+        assert "“Release checklist”" in await reply(agent, sid, "/title Release checklist")
+        assert agent.updates(sid, "session_info_update")[-1]["title"] == "Release checklist"
+        found = await reply(agent, sid, "/search zephyrine")
+        assert f"`{earlier}`" in found and "Zephyrine parser" in found
+        assert len(fake_anthropic.stream_requests) == requests  # none of them called the model
+
+        await reply(agent, sid, "/frobnicate the widgets")
+        assert "/frobnicate the widgets" in str(fake_anthropic.stream_requests[-1]["messages"][-1])
