@@ -14,13 +14,16 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
 from memory.fs import delete_exactly, write_text_exactly
 from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
-from tools.sandbox import Confinement
+
+if TYPE_CHECKING:
+    from tools.sandbox import Confinement
 
 log = logging.getLogger(__name__)
 

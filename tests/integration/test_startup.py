@@ -18,11 +18,13 @@ HEAVY = ("anthropic", "jsonschema", "httpx")
 TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
                 "tools.search", "tools.diffs", "tools.registry")
 RULE_TABLES = ("acp_hermes.permissions.command_risk", "tools.sensitive_paths")
-_IMPORT_LINE = re.compile(r"^import time:\s+-?\d+ \|\s+-?\d+ \|( *)(\S+)\s*$")  # threads can make times negative
+# A module name as the import trace prints it, after its timings. The trace is not parsed line by line:
+# the state.db thread imports at the same time, and two threads' trace lines can interleave mid-line.
+_TRACED = re.compile(r"\|\s*([A-Za-z_][\w.]*)(?=\s|$)")
 
 
 def imported_modules(stderr: str) -> set[str]:
-    return {match.group(2) for line in stderr.splitlines() if (match := _IMPORT_LINE.match(line))}
+    return {match.group(1) for match in _TRACED.finditer(stderr)}
 
 
 @pytest.mark.anyio
