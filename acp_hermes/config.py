@@ -7,7 +7,9 @@ with pydantic, so a mistake is reported with the key that holds it.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from acp_hermes.permissions.modes import Mode
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_AUXILIARY_MODEL = "claude-haiku-5-5"
@@ -192,6 +196,19 @@ def _describe(error: ValidationError, source: Path) -> str:
     return f"{source}: " + "; ".join(problems)
 
 
+_VARIABLE_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
+
+
+def _real_key(value: str | None) -> str | None:
+    """The environment's API key, unless it is the name of a variable rather than a key (an editor
+    config that passes the literal string ``ANTHROPIC_API_KEY`` when the variable is unset): then
+    the key saved by ``setup`` is used instead."""
+    if value and _VARIABLE_NAME.fullmatch(value.strip()):
+        log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
+        return None
+    return value
+
+
 def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = None) -> Settings:
     """Settings from the environment, then the config file, then the defaults."""
     env = os.environ if env is None else env
@@ -202,7 +219,7 @@ def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = No
     except ValidationError as exc:
         raise ConfigError(_describe(exc, paths.config_file)) from exc
     overrides = {
-        "api_key": env.get(ENV_API_KEY),
+        "api_key": _real_key(env.get(ENV_API_KEY)),
         "base_url": env.get(ENV_BASE_URL),
         "model": env.get(ENV_MODEL),
         "log_level": env.get(ENV_LOG_LEVEL, "").upper() or None,

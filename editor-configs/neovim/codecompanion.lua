@@ -12,7 +12,9 @@ require("codecompanion").setup({
           roles = { llm = "assistant", user = "user" },
           commands = { default = { "/ABSOLUTE/PATH/TO/acp-hermes/.venv/bin/acp-hermes" } },
           defaults = { mcpServers = {}, timeout = 20000 },
-          env = { ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY" },
+          -- No `env` entry: acp-hermes inherits Neovim's ANTHROPIC_API_KEY when it is set, and otherwise
+          -- reads the key saved by `acp-hermes setup`. (`env = { ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY" }`
+          -- would pass the variable's name as the key whenever the variable is unset.)
           parameters = {
             protocolVersion = 1,
             clientCapabilities = { fs = { readTextFile = true, writeTextFile = true } },
