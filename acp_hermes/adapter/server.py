@@ -390,6 +390,8 @@ class HermesAgent:
                 _no_nul(uri, f"prompt[{number}].uri")
         parts = to_parts(blocks)
         reply = await run_command(session, parts)
+        if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
+            parts, reply = list(reply.turn), None
         if reply is None:
             parts = await skill_prompt(session, parts) or parts
             try:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 class CommandReply:
     text: str
     changed_option: str | None = None  # the id of the session option the command changed
+    turn: tuple[PromptPart, ...] | None = None  # run this as a model turn instead of showing ``text``
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,20 @@ async def _search(session: Session, arg: str) -> CommandReply:
     return CommandReply("\n".join(lines))
 
 
+INIT_INSTRUCTION = (
+    "Draft an AGENTS.md for this project: the instructions a coding agent needs before it changes "
+    "anything here. Explore first (read the README, the build and test configuration, a few central "
+    "modules); then write, concisely: what the project is, how to set it up, build, test and lint it "
+    "(exact commands), the layout and its conventions, and what must not be done. If an AGENTS.md "
+    "exists, improve it instead of starting over. Write the file with your file tools."
+)
+
+
+async def _init(session: Session, arg: str) -> CommandReply:
+    extra = f"\n\nAlso: {arg}" if arg else ""
+    return CommandReply("", turn=(TextPart(INIT_INSTRUCTION + extra),))
+
+
 async def _title(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.titles import clean_title, set_title
 
@@ -181,6 +196,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
         SlashCommand("title", "Show or set this session's title.", "new title", _title),
         SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
+        SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
+                     "optional: what to stress", _init),
     )
 }
 

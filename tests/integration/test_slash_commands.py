@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.acp_harness import AgentProcess, running_agent
-from tests.support.fake_anthropic import FakeAnthropic, text_reply
+from acp_hermes.core.commands import INIT_INSTRUCTION
+from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
+from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
+from tests.support.tool_checks import asked_ids
 
 pytestmark = pytest.mark.anyio
 
@@ -42,3 +44,20 @@ async def test_local_commands_answer_without_the_model(tmp_path: Path, fake_anth
 
         await reply(agent, sid, "/frobnicate the widgets")
         assert "/frobnicate the widgets" in str(fake_anthropic.stream_requests[-1]["messages"][-1])
+
+
+async def test_init_is_a_model_turn_whose_write_asks_like_any_edit(tmp_path: Path,
+                                                                   fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script(
+        tool_reply("write_file", {"path": "AGENTS.md", "content": "# Agents\n\nRun `make test`.\n"}, id="toolu_w"),
+        text_reply("Drafted AGENTS.md."),
+    )
+    fake_anthropic.script_auxiliary(text_reply("Project instructions"))
+    client = EditorClient(policy=choose("allow_once"))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "/init mention the Makefile") == "end_turn"
+        workspace = agent.workspace
+    sent = str(fake_anthropic.stream_requests[0]["messages"][-1])
+    assert INIT_INSTRUCTION[:60] in sent and "mention the Makefile" in sent
+    assert asked_ids(client) == ["toolu_w"] and (workspace / "AGENTS.md").read_text().startswith("# Agents")
