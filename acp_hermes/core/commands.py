@@ -22,6 +22,7 @@ from memory.text import one_line
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
+    from memory.session_db import MessageRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,23 @@ async def _init(session: Session, arg: str) -> CommandReply:
     return CommandReply("", turn=(TextPart(INIT_INSTRUCTION + extra),))
 
 
+async def _export(session: Session, arg: str) -> CommandReply:
+    from datetime import datetime
+
+    from acp_hermes.core.export import conversation_markdown
+    from acp_hermes.core.titles import clean_title
+    from tools.paths import resolve_path
+
+    def rows() -> list[MessageRecord]:
+        return [row for segment in session.db.segments(session.id) for row in session.db.messages(segment.id)]
+
+    stored = await anyio.to_thread.run_sync(rows)
+    slug = "-".join(clean_title(session.title or "conversation").lower().split())[:60]
+    name = arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md"
+    text = conversation_markdown(session.title, session.id, stored)
+    return CommandReply(await session.export(resolve_path(name, session.cwd), text))
+
+
 async def _title(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.titles import clean_title, set_title
 
@@ -196,6 +214,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
         SlashCommand("title", "Show or set this session's title.", "new title", _title),
         SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
+        SlashCommand("export", "Save this conversation as Markdown in the workspace (asks like any edit).",
+                     "optional: file path", _export),
         SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
                      "optional: what to stress", _init),
     )

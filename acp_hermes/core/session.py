@@ -224,6 +224,28 @@ class Session:
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop
 
+    async def export(self, path: Path, text: str) -> str:
+        """Write ``text`` to ``path`` as a tool call the editor sees, asking as any edit does."""
+        import uuid
+
+        from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+        from tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied
+
+        call_id = f"export-{uuid.uuid4()}"
+        title = f"Export the conversation to {path.name}"
+        await self._sink.emit(ToolCallStarted(call_id, "export", title, "edit", {"path": str(path)},
+                                              (Location(str(path)),)))
+        ctx = self._tool_context(call_id, title, self._sink)
+        old = await anyio.to_thread.run_sync(lambda: path.read_text(encoding="utf-8") if path.is_file() else None)
+        try:
+            await ctx.authorize_edits([FileChange(path, old, text)])
+            await ctx.write_text(path, text)
+        except PermissionDenied as refused:
+            await self._sink.emit(ToolCallFinished(call_id, "failed"))
+            return str(refused)
+        await self._sink.emit(ToolCallFinished(call_id, "completed", (DiffDisplay(str(path), old, text),)))
+        return f"Exported the conversation to `{path}`."
+
     # -- the learning loop
 
     def _nudge(self, tools_used: set[str], tool_calls: int) -> None:

@@ -61,3 +61,28 @@ async def test_init_is_a_model_turn_whose_write_asks_like_any_edit(tmp_path: Pat
     sent = str(fake_anthropic.stream_requests[0]["messages"][-1])
     assert INIT_INSTRUCTION[:60] in sent and "mention the Makefile" in sent
     assert asked_ids(client) == ["toolu_w"] and (workspace / "AGENTS.md").read_text().startswith("# Agents")
+
+
+@pytest.mark.parametrize(("answer", "written"), [("allow_once", True), ("reject_once", False)])
+async def test_export_writes_the_conversation_as_markdown_after_asking(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, answer: str, written: bool
+) -> None:
+    fake_anthropic.script(text_reply("The parser is a recursive-descent one."))
+    fake_anthropic.script_auxiliary(text_reply("Parser design"))
+    client = EditorClient(policy=choose(answer))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "how does the parser work?") == "end_turn"
+        await agent.wait_for_update(sid, "session_info_update")
+        said = await reply(agent, sid, "/export notes/parser.md")
+        card = next(u for u in agent.updates(sid, "tool_call") if u["title"].startswith("Export"))
+        target = agent.workspace / "notes" / "parser.md"
+    assert [r["toolCall"]["toolCallId"] for r in client.permission_requests] == [card["toolCallId"]]
+    assert client.permission_requests[0]["toolCall"]["content"][0]["type"] == "diff"
+    assert target.exists() is written
+    if written:
+        exported = target.read_text()
+        assert exported.startswith("# Parser design") and "## You\n\nhow does the parser work?" in exported
+        assert "recursive-descent" in exported and "Exported the conversation" in said
+    else:
+        assert "declined" in said
