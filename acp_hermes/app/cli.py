@@ -29,15 +29,21 @@ def build_parser() -> argparse.ArgumentParser:
         "spawn it and talk ACP over stdio. With no command it serves ACP on stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"acp-hermes {__version__}")
+    # The global flags, accepted before the command and after it (`acp-hermes demo --log-level DEBUG`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
                         help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
     commands = parser.add_subparsers(dest="command", metavar="command")
-    commands.add_parser("serve", help="serve ACP over stdio (the default)")
-    commands.add_parser("setup", help="interactively save an API key, base URL and model to the config file")
-    doctor = commands.add_parser("doctor", help="show the effective configuration, where files live and what is wrong")
+    commands.add_parser("serve", parents=[common], help="serve ACP over stdio (the default)")
+    commands.add_parser("setup", parents=[common],
+                        help="interactively save an API key, base URL and model to the config file")
+    doctor = commands.add_parser("doctor", parents=[common],
+                                 help="show the effective configuration, where files live and what is wrong")
     doctor.add_argument("--repair", action="store_true",
                         help="move a damaged session database aside (kept) and start a fresh one from what it can read")
-    demo = commands.add_parser("demo", help="run a prompt through the server the way an editor does")
+    demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
     demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
     demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
