@@ -185,8 +185,12 @@ class SessionManager:
         session = self._live.pop(session_id, None)
         if session is not None:
             session.close()
-        if not self.runtime.db.delete_session(session_id) and session is None:
+        db = self.runtime.db
+        continuations = [segment.id for segment in db.segments(session_id)[1:]]  # compaction's segments go too
+        if not db.delete_session(session_id) and session is None:
             raise SessionNotFoundError(session_id)
+        for segment in continuations:
+            db.delete_session(segment)
 
 
 def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, carried: bool) -> int:

@@ -119,3 +119,16 @@ async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(e
     assert [s.id for s in db.segments(session.id)] == [session.id]
     restored, _ = env.manager().restore(session.id, env.cwd, ())
     assert restored.transcript.session_id == session.id and len(restored.transcript.messages) == 6
+
+
+async def test_deleting_a_compacted_session_deletes_every_segment(env: Env) -> None:
+    session = env.manager().create(env.cwd, ())
+    await chat(env, session, 12)
+    env.provider.script(text("nothing to save"))
+    env.provider.script_auxiliary(SUMMARY)
+    assert (await session.compact()).done
+    segments = [s.id for s in env.runtime.db.segments(session.id)]
+    assert len(segments) == 2
+    env.manager().delete(session.id)
+    assert [env.runtime.db.get_session(s) for s in segments] == [None, None]
+    assert env.runtime.db.messages(segments[1]) == []
