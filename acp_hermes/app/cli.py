@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="show the effective configuration, where files live and what is wrong")
     doctor.add_argument("--repair", action="store_true",
                         help="move a damaged session database aside (kept) and start a fresh one from what it can read")
+    from acp_hermes.app.sessions import add_commands
+
+    add_commands(commands, common)
     demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
     demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
@@ -67,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_hermes.app.doctor import run_doctor
 
         return run_doctor(repair=args.repair)
+    if args.command == "sessions":
+        from acp_hermes.app.sessions import run_sessions
+
+        return run_sessions(args)
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
