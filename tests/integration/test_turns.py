@@ -197,6 +197,7 @@ async def test_iteration_budget_ends_the_turn_with_max_turn_requests(
         (agent.workspace / "notes.txt").write_text("loop forever\n", encoding="utf-8")
         sid = await agent.new_session()
         assert await agent.prompt(sid, "keep reading") == "max_turn_requests"
+        await agent.wait_for_update(sid, "session_info_update")  # the title's reply is used up too: no race
         finished = [u for u in agent.updates(sid, "tool_call_update") if u.get("status") == "completed"]
     assert len(fake_anthropic.stream_requests) == 2
     assert len(finished) == 2
