@@ -46,7 +46,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:  # the harness and the fake model live in tests/, 
 
 from acp_hermes.core.compression import FLUSH_INSTRUCTION, SUMMARY_TEMPLATE  # noqa: E402
 from acp_hermes.testing.scripted_model import HttpError, ModelRequest, Reply  # noqa: E402
-from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply  # noqa: E402
+from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, tool_reply  # noqa: E402
 
 if TYPE_CHECKING:
     from tests.support.acp_harness import AgentProcess
@@ -151,20 +151,6 @@ def _fact(index: int) -> str:
 # The scripted model
 
 
-def _texts(value: Any) -> list[str]:
-    """Every text of a request body's system and messages (a string content or text blocks)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [text for item in value for text in _texts(item)]
-    if isinstance(value, dict):
-        if value.get("type") == "text":
-            return [str(value.get("text") or "")]
-        if "content" in value:
-            return _texts(value["content"])
-    return []
-
-
 @dataclass
 class Model:
     """The callables answering both scripts, and what they saw."""
@@ -176,7 +162,7 @@ class Model:
 
     def conversation(self, request: ModelRequest) -> Reply:
         messages = request.body.get("messages") or []
-        if messages and FLUSH_INSTRUCTION in _texts(messages[-1]):
+        if messages and FLUSH_INSTRUCTION in texts_of(messages[-1]):
             self.flushes += 1
             return text_reply(FLUSH_REPLY)
         if not self.turns:
@@ -186,7 +172,7 @@ class Model:
         return self.turns.popleft()
 
     def auxiliary(self, request: ModelRequest) -> Reply:
-        text = "\n".join(_texts(request.body.get("messages") or []))
+        text = "\n".join(texts_of(request.body.get("messages") or []))
         if "<conversation>" not in text:
             return text_reply("Parser for the configuration language")
         summary = summarise(text)
@@ -317,12 +303,12 @@ async def run(turn_count: int, window: int) -> Figures:
         max_prompt: dict[str, int] = {"conversation": 0, "flush": 0, "summary": 0, "title": 0}
         for body, account in zip(requests, accounts, strict=False):
             if body.get("stream"):
-                kind = "flush" if FLUSH_INSTRUCTION in _texts(body["messages"][-1]) else "conversation"
+                kind = "flush" if FLUSH_INSTRUCTION in texts_of(body["messages"][-1]) else "conversation"
             else:
-                kind = "summary" if "<conversation>" in "\n".join(_texts(body.get("messages"))) else "title"
+                kind = "summary" if "<conversation>" in "\n".join(texts_of(body.get("messages"))) else "title"
             max_prompt[kind] = max(max_prompt[kind], account.total)
         last_summary = model.summaries[-1] if model.summaries else ""
-        last_request = "\n".join(_texts(fake.stream_requests[-1]["messages"]))
+        last_request = "\n".join(texts_of(fake.stream_requests[-1]["messages"]))
         return Figures(
             turns=turn_count, window=window, wall_seconds=wall, compactions=compactions,
             failed_compactions=sum(1 for status in finals.values() if status != "completed"),

@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:  # the harness and the fake model live in tests/, 
 from acp_hermes.core.review import MEMORY_REVIEW  # noqa: E402
 from acp_hermes.testing.scripted_model import MessageReply, ModelRequest, Reply, TextBlock  # noqa: E402
 from tests.support import acp_harness  # noqa: E402
-from tests.support.fake_anthropic import FakeAnthropic, text_reply  # noqa: E402
+from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of  # noqa: E402
 
 TURNS = 20
 ROUNDS = 3
@@ -86,19 +86,6 @@ class TimedArrivals(acp_harness.Arrivals):
         super().observe(event)
 
 
-def _texts(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [text for item in value for text in _texts(item)]
-    if isinstance(value, dict):
-        if value.get("type") == "text":
-            return [str(value.get("text") or "")]
-        if "content" in value:
-            return _texts(value["content"])
-    return []
-
-
 @dataclass
 class Model:
     """Answers every conversation request: reviews slowly, turns as paced; notes when reviews began."""
@@ -110,7 +97,7 @@ class Model:
 
     def conversation(self, request: ModelRequest) -> Reply:
         messages = request.body.get("messages") or []
-        if messages and any(MEMORY_REVIEW in text for text in _texts(messages[-1])):
+        if messages and any(MEMORY_REVIEW in text for text in texts_of(messages[-1])):
             with self.lock:
                 self.reviews.append(time.perf_counter())
             chunks = len(REVIEW_REPLY)

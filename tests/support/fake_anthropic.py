@@ -252,6 +252,20 @@ def next_tool_id() -> str:
     return f"toolu_fake_{next(_tool_ids):04d}"
 
 
+def texts_of(value: Any) -> list[str]:
+    """Every text in a request body's system or messages (string contents and text blocks), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [text for item in value for text in texts_of(item)]
+    if isinstance(value, dict):
+        if value.get("type") == "text":
+            return [str(value.get("text") or "")]
+        if "content" in value:
+            return texts_of(value["content"])
+    return []
+
+
 def text_reply(
     text: str, *, chunks: int = 1, stop_reason: StopReason = "end_turn", usage: Usage | None = None
 ) -> MessageReply:
