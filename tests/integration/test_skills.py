@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
+from tests.support.skills import put
 from tests.support.tool_checks import asked_ids, check_tool_calls, tool_result
 
 pytestmark = pytest.mark.anyio
@@ -39,10 +40,7 @@ def skill_md(name: str, description: str, body: str = "Steps.") -> str:
 
 
 def put_skill(home: Path, relative: str, text: str) -> Path:
-    path = home / "skills" / relative / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return put(home / "skills", f"{relative}/SKILL.md", text)
 
 
 def manage(call_id: str, **arguments: Any) -> Any:

@@ -21,6 +21,7 @@ from memory.skills import (
     SkillThreatError,
     _quick_fields,
 )
+from tests.support.skills import put
 
 HERMES_SKILL = """\
 ---
@@ -46,14 +47,6 @@ metadata:
 def skill_md(name: str, description: str = "Does a thing. Use when asked.", body: str = "# Steps\n\nDo it.\n",
              extra: str = "") -> str:
     return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
-
-
-def put(root: Path, relative: str, text: str) -> Path:
-    """Write a file directly, as another process (or the user) would."""
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def settle(*roots: Path) -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from memory.skills import SkillStore
+from tests.support.skills import put
 from tests.support.tools import RecordingGate, make_context, make_scope
 from tools.context import ToolContext
 from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolServices
@@ -19,22 +19,8 @@ REGISTRY = ToolRegistry(SKILL_TOOLS)
 DEPLOY = "---\nname: deploy\ndescription: Ship the web app to staging.\n---\n# Deploy\n\nRun make deploy.\n"
 
 
-@dataclass(frozen=True, slots=True)
-class SkillServices(ToolServices):
-    """The session services with a skills store (until ToolServices declares the field itself)."""
-
-    skills: SkillStore | None = None
-
-
 def skill_md(name: str, description: str = "Does a thing.") -> str:
     return f"---\nname: {name}\ndescription: {description}\n---\n# {name}\n\nSteps.\n"
-
-
-def put(root: Path, relative: str, text: str) -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
@@ -50,7 +36,7 @@ def store(root: Path) -> SkillStore:
 async def call(
     store: SkillStore | None, tmp_path: Path, tool: str, gate: RecordingGate | None = None, **arguments: object
 ) -> ToolResult:
-    services = SkillServices(skills=store)
+    services = ToolServices(skills=store)
     tool_call = ToolCall("call-1", tool, dict(arguments))
     title = REGISTRY.presentation(tool_call, make_scope(tmp_path, services=services))[0].title
     ctx = make_context(tmp_path, gate=gate, services=services, call_id="call-1", title=title)
@@ -70,7 +56,7 @@ def test_declarations() -> None:
 
 def test_presentation(store: SkillStore, root: Path, tmp_path: Path) -> None:
     put(root, "ops/deploy/SKILL.md", DEPLOY)
-    scope = make_scope(tmp_path, services=SkillServices(skills=store))
+    scope = make_scope(tmp_path, services=ToolServices(skills=store))
 
     def present(tool: str, **arguments: object) -> tuple[str, tuple[Location, ...]]:
         presentation, _ = REGISTRY.presentation(ToolCall("c", tool, dict(arguments)), scope)
