@@ -126,7 +126,7 @@ async def _flush_memories(target: CompactionTarget) -> None:
     """One hidden model call that may save memories; its instruction and reply are not kept."""
     messages = repaired([*target.transcript.messages,
                          {"role": "user", "content": [{"type": "text", "text": compression.FLUSH_INSTRUCTION}]}])
-    request = ModelRequest(model=target.model, system=target.system_prompt, messages=_merged(messages),
+    request = ModelRequest(model=target.model, system=target.system_prompt, messages=messages,
                            tools=target.registry.definitions(), max_tokens=2_048)
     completed: Completed | None = None
     try:
@@ -148,22 +148,6 @@ async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> No
     result = await target.registry.dispatch(call, target.make_context(call.id, presentation.title, target.sink))
     display = result.display or (TextDisplay(result.text, ""),)
     await target.sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
-
-
-def _merged(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Consecutive user messages as one (the flush instruction after a user's tool results)."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if out and out[-1]["role"] == message["role"] == "user":
-            out[-1] = {"role": "user", "content": [*_blocks(out[-1]), *_blocks(message)]}
-        else:
-            out.append(message)
-    return out
-
-
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    content = message["content"]
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], system_prompt: str,

@@ -11,8 +11,8 @@ Nothing here calls a model, touches the SessionDB or mutates its inputs; the ses
 wiring. The boundaries never separate a ``tool_use`` from its ``tool_result`` (the API rejects
 either half alone), and ``compressed_history`` passes its result through ``history.repaired``.
 
-Before compressing, the session may run a hidden memory-flush turn (``FLUSH_INSTRUCTION``) so the
-model can save what is worth keeping; ``strip_flush`` removes that turn from the history again.
+Before compressing, the session may make one hidden memory-flush call (``FLUSH_INSTRUCTION``) so the
+model can save what is worth keeping; that call is never added to the history.
 """
 
 from __future__ import annotations
@@ -351,28 +351,6 @@ def _without_summaries(messages: Sequence[Message]) -> list[Message]:
 
 
 # --- the memory flush ------------------------------------------------------------------------------
-
-
-def strip_flush(messages_before: Sequence[Message], messages_after: Sequence[Message]) -> list[Message]:
-    """``messages_after`` without the memory-flush turn: the flush instruction and everything after
-    it (the memory calls, their results, the short reply) are dropped; what the model saved is on
-    disk already and has no place in the context.
-
-    The instruction is looked for only among the messages ``messages_before`` did not have, so the
-    history is never cut at an older message that happens to hold the same text. Without it (the
-    flush stopped before its prompt was added) the history comes back whole.
-    """
-    end = next(
-        (n for n in range(len(messages_before), len(messages_after)) if _is_flush(messages_after[n])),
-        len(messages_after),
-    )
-    return [{**m, "content": _blocks(m)} for m in messages_after[:end]]
-
-
-def _is_flush(message: Message) -> bool:
-    return message.get("role") == "user" and any(
-        block.get("type") == "text" and block.get("text") == FLUSH_INSTRUCTION for block in _blocks(message)
-    )
 
 
 # --- blocks ----------------------------------------------------------------------------------------

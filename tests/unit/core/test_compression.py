@@ -26,7 +26,6 @@ from acp_hermes.core.compression import (
     previous_summary,
     prune_old_tool_outputs,
     should_compress,
-    strip_flush,
     summary_budget,
     summary_request,
 )
@@ -399,34 +398,6 @@ def test_compressing_does_not_modify_the_plan() -> None:
 
 
 # --- the memory flush ------------------------------------------------------------------------------
-
-
-def _flush_turn(extra_note: str | None = None) -> list[Message]:
-    prompt = user(FLUSH_INSTRUCTION)
-    if extra_note:
-        prompt["content"].append({"type": "text", "text": extra_note})
-    call = calls("memory")
-    return [prompt, call, results(call), reply("Saved the build command.")]
-
-
-@pytest.mark.parametrize("extra_note", [None, "[Plan mode is on]"])
-def test_strip_flush_removes_the_flush_turn(extra_note: str | None) -> None:
-    before = history_of(5)
-    after = before + _flush_turn(extra_note)
-    assert strip_flush(before, after) == before
-
-
-def test_strip_flush_without_a_flush_keeps_everything() -> None:
-    before = history_of(5)
-    assert strip_flush(before, before) == before
-    cancelled = [*before, user("something else")]
-    assert strip_flush(before, cancelled) == cancelled
-
-
-def test_strip_flush_only_cuts_at_the_new_instruction() -> None:
-    older = [user(FLUSH_INSTRUCTION), reply("pasted by the user"), *history_of(3)]
-    after = older + _flush_turn()
-    assert strip_flush(older, after) == older
 
 
 def test_the_flush_instruction_asks_for_the_memory_tool_and_a_short_reply() -> None:
