@@ -849,6 +849,10 @@ class SessionDB:
 
         return self._read(work)
 
+    def conversation(self, session_id: str) -> list[MessageRecord]:
+        """The messages of the session and of its continuations (``segments``), in order."""
+        return [row for segment in self.segments(session_id) for row in self.messages(segment.id)]
+
     def lineage(self, session_id: str) -> set[str]:
         """The session, its ancestors (parent chain) and all its descendants."""
         sql = """

@@ -76,7 +76,7 @@ def _rows(db: SessionDB, session_id: str) -> tuple[SessionRecord, list[MessageRe
     if record is None:
         print(f"acp-hermes: no session {session_id!r} (see `acp-hermes sessions list`)", file=sys.stderr)
         return None
-    return record, [row for segment in db.segments(session_id) for row in db.messages(segment.id)]
+    return record, db.conversation(session_id)
 
 
 def _show(db: SessionDB, args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ from memory.text import one_line
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
-    from memory.session_db import MessageRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +142,7 @@ async def _export(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.titles import clean_title
     from tools.paths import resolve_path
 
-    def rows() -> list[MessageRecord]:
-        return [row for segment in session.db.segments(session.id) for row in session.db.messages(segment.id)]
-
-    stored = await anyio.to_thread.run_sync(rows)
+    stored = await anyio.to_thread.run_sync(session.db.conversation, session.id)
     slug = "-".join(clean_title(session.title or "conversation").lower().split())[:60]
     name = arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md"
     text = conversation_markdown(session.title, session.id, stored)

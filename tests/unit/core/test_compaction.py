@@ -79,6 +79,7 @@ async def test_a_restored_session_continues_from_the_summary_and_replays_everyth
     prompts = [m for m in shown if not isinstance(m, StoredToolCall)]
     assert len(prompts) == 2 * 13  # every question and answer once, none of the carried copies
     assert [m.name for m in shown if isinstance(m, StoredToolCall)] == ["compact"]
+    assert [row.id for row in env.runtime.db.conversation(session.id)] == [row.id for row in rows]
 
 
 async def test_a_short_conversation_is_left_alone_and_a_failed_summary_changes_nothing(env: Env) -> None:
