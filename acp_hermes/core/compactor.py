@@ -142,12 +142,12 @@ async def _flush_memories(target: CompactionTarget) -> None:
 
 
 async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> None:
+    from acp_hermes.core.loop import run_beside_turn
+
     call = ToolCall(str(block["id"]), str(block["name"]), block.get("input") or {})
     presentation, kind = target.registry.presentation(call, target.scope)
-    await target.sink.emit(ToolCallStarted(call.id, call.name, presentation.title, kind, call.arguments))
-    result = await target.registry.dispatch(call, target.make_context(call.id, presentation.title, target.sink))
-    display = result.display or (TextDisplay(result.text, ""),)
-    await target.sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
+    await run_beside_turn(call, presentation.title, kind, registry=target.registry, sink=target.sink,
+                          make_context=target.make_context, transcript=target.transcript)
 
 
 def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], system_prompt: str,

@@ -31,8 +31,8 @@ from acp_hermes.model.types import (
     Usage,
 )
 from tools.context import ToolContext, ToolScope
-from tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink
-from tools.registry import ToolCall, ToolRegistry
+from tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink, ToolKind
+from tools.registry import ToolCall, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +323,21 @@ class AgentLoop:
         # The last assistant message and the results stored so far (a batch may be half done).
         unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}
         await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])
+
+
+async def run_beside_turn(call: ToolCall, title: str, kind: ToolKind, *, registry: ToolRegistry,
+                          sink: EventSink, make_context: ContextFactory, transcript: Transcript) -> ToolResult:
+    """One call the agent makes outside the model's history (a review's held proposal, the memory
+    flush before a compaction): shown like any call, stored for replay, never sent to the model."""
+    await sink.emit(ToolCallStarted(call.id, call.name, title, kind, call.arguments))
+    result = await registry.dispatch(call, make_context(call.id, title, sink))
+    display = result.display or (TextDisplay(result.text, ""),)
+    await sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
+    await transcript.add_side_call(ToolOutcome(
+        call_id=call.id, name=call.name, title=title, kind=kind, raw_input=call.arguments, text=result.text,
+        ok=result.ok, display=display, locations=(),
+    ))
+    return result
 
 
 BUDGET_MARKS = (0.7, 0.9)  # shares of the turn's model calls at which the model is asked to wrap up

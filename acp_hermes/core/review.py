@@ -29,7 +29,7 @@ from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from tools.context import CommandPermit, ReadPurpose, ToolContext
-from tools.contracts import Display, FileChange, PermissionDenied, TextDisplay
+from tools.contracts import FileChange, PermissionDenied
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import TurnSettings
@@ -204,17 +204,11 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
                           transcript: Transcript,
                           make_context: Callable[[str, str, ToolEventSink], ToolContext]) -> None:
     """Put each held proposal to the user (the real gate asks with the diff); apply what is allowed."""
+    from acp_hermes.core.loop import run_beside_turn
     from tools.registry import ToolCall
 
     while proposals:
         proposal = proposals.pop(0)
         call = ToolCall(f"proposal-{uuid.uuid4()}", proposal.name, proposal.arguments)
-        title = f"Proposed by a review: {proposal.title}"
-        await sink.emit(ToolCallStarted(call.id, call.name, title, "edit", call.arguments))
-        result = await registry.dispatch(call, make_context(call.id, title, sink))
-        display: tuple[Display, ...] = result.display or (TextDisplay(result.text, ""),)
-        await sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
-        await transcript.add_side_call(ToolOutcome(
-            call_id=call.id, name=call.name, title=title, kind="edit", raw_input=call.arguments, text=result.text,
-            ok=result.ok, display=display, locations=(),
-        ))
+        await run_beside_turn(call, f"Proposed by a review: {proposal.title}", "edit", registry=registry,
+                              sink=sink, make_context=make_context, transcript=transcript)

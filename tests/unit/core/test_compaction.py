@@ -37,6 +37,8 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
     flush = env.provider.requests[-1]
     assert FLUSH_INSTRUCTION in str(flush.messages[-1]["content"])
     assert "The user is Ada." in (env.runtime.paths.memories / "USER.md").read_text()
+    replayed = [m for m in stored_messages(env.runtime.db.conversation(root)) if isinstance(m, StoredToolCall)]
+    assert [m.name for m in replayed] == ["memory", "compact"]  # the flush's write is replayed by a load too
     system, prompt = env.provider.auxiliary_prompts[-1]
     assert "Goal" in system + prompt and "the parser" in prompt
     history = session.transcript.messages
