@@ -117,6 +117,7 @@ class Settings(BaseModel):
     memory_nudge_interval: int = Field(default=10, ge=0)  # user turns between memory reviews (0: off)
     skill_nudge_interval: int = Field(default=10, ge=0)  # tool-using model calls between skill reviews (0: off)
     skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
+    mcp_servers: dict[str, Any] = Field(default_factory=dict)  # MCP servers every session connects (tools.mcp.specs)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -22,6 +22,7 @@ CORE_TOOL_NAMES: tuple[str, ...] = (
     "skills_list",
     "skill_view",
     "skill_manage",
+    "clarify",
 )
 
 
@@ -30,6 +31,7 @@ def core_tools() -> list[Tool]:
 
     Imported here rather than at module level so start-up does not pay for them.
     """
+    from tools.clarify import CLARIFY_TOOL
     from tools.files import FILE_TOOLS
     from tools.memory import MEMORY_TOOL
     from tools.session_search import SESSION_SEARCH_TOOL
@@ -37,7 +39,8 @@ def core_tools() -> list[Tool]:
     from tools.terminal import TERMINAL_TOOL
     from tools.todo import TODO_TOOL
 
-    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS]
+    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
+             CLARIFY_TOOL]
     names = tuple(tool.name for tool in tools)
     if names != CORE_TOOL_NAMES:
         raise RuntimeError(f"tools.CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")

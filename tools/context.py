@@ -9,7 +9,7 @@ requires, whatever its code does with its arguments.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 import anyio
 
 from tools.contracts import (
+    Answer,
     CommandObserver,
     CommandOutcome,
     CommandRequest,
@@ -25,6 +26,8 @@ from tools.contracts import (
     FileChange,
     Location,
     PermissionDenied,
+    Question,
+    Questioner,
     ToolCallUpdated,
     ToolEvent,
     ToolEventSink,
@@ -68,6 +71,11 @@ class Gate(Protocol):
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
 
     async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+        ...
+
+    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
+                                 read_only: bool) -> None:
+        """A tool of an MCP server: ``read_only`` is the server's own annotation."""
         ...
 
 
@@ -134,6 +142,7 @@ class ToolContext:
     _authorized_commands: dict[str, CommandPermit] = field(default_factory=dict)
     _authorized_state: set[Path] = field(default_factory=set)
     _authorized_reads: set[Path] = field(default_factory=set)
+    _authorized_external: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def session_id(self) -> str:
@@ -174,6 +183,19 @@ class ToolContext:
             )
         )
 
+    # -- the user
+
+    @property
+    def can_ask_user(self) -> bool:
+        """Whether the editor can put a question to the user while the turn waits (a form)."""
+        return isinstance(self.editor, Questioner)
+
+    async def ask_user(self, question: Question) -> Answer | None:
+        """The user's answer through the editor; None when it cannot ask this way (ask in the chat)."""
+        if not isinstance(self.editor, Questioner):
+            return None
+        return await self.editor.ask_user(question)
+
     # -- asking
 
     async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
@@ -193,6 +215,12 @@ class ToolContext:
         """Ask to read ``paths`` (see ``ReadPurpose``); ``read_text`` asks by itself."""
         await self.gate.authorize_read(self, paths, purpose)
         self._authorized_reads.update(paths)
+
+    async def authorize_external(self, server: str, tool: str, arguments: dict[str, Any], *,
+                                 read_only: bool) -> None:
+        """Ask to run ``tool`` of MCP server ``server`` with ``arguments``."""
+        await self.gate.authorize_external(self, server, tool, arguments, read_only=read_only)
+        self._authorized_external.add((server, tool))
 
     # -- doing: each refuses what was not authorized for this call
 
@@ -228,6 +256,11 @@ class ToolContext:
         self._require(sandbox is not None and sandbox.available, f"command {command!r} may only run sandboxed")
         assert sandbox is not None
         return sandbox.confinement(network=permit.network)
+
+    async def call_external(self, server: str, tool: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call``, the MCP call of ``tool`` on ``server``, once the gate has allowed it."""
+        self._require((server, tool) in self._authorized_external, f"MCP tool {tool} of {server} was not authorized")
+        return await call()
 
     async def write_state(self, path: Path, write: Callable[..., T], *args: Any) -> T:
         """Run ``write(*args)``, a blocking change to the agent's own store file ``path``, in a thread."""

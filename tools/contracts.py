@@ -1,8 +1,9 @@
 """What tools and the agent that runs them agree on, with no protocol in it.
 
 Display values describe what the user should see of a call (text, a diff, a live terminal);
-tool events report progress; the ``Editor`` is the file and process I/O a tool may use; the
-services are the session's shared stores. The agent core implements these interfaces and the
+tool events report progress; the ``Editor`` is the file and process I/O a tool may use (an
+editor that can also put a question to the user is a ``Questioner``); the services are the
+session's shared stores. The agent core implements these interfaces and the
 ACP adapter turns the values into wire shapes; tools never see either.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import subprocess
@@ -178,6 +179,33 @@ class Editor(Protocol):
         self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None
     ) -> subprocess.Popen[bytes]:
         """Start a shell command that outlives the turn, its output going to ``log_path``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A question for the user, asked by tool call ``call_id``; ``choices`` are suggested answers."""
+
+    call_id: str
+    text: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the user did with a question: answered it (``text``), declined it, or dismissed it."""
+
+    outcome: Literal["answered", "declined", "dismissed"]
+    text: str = ""
+
+
+@runtime_checkable
+class Questioner(Protocol):
+    """An editor that can put a question to the user while the turn waits (an editor's form)."""
+
+    async def ask_user(self, question: Question) -> Answer | None:
+        """The user's answer, or None when the question cannot be asked this way (the client
+        offers no forms, or refused this one): then it must be asked in the conversation."""
         ...
 
 

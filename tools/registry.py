@@ -58,13 +58,18 @@ class Presentation:
 
 @dataclass(slots=True)
 class ToolResult:
-    """What a call produced: ``text`` for the model, ``display`` for the editor."""
+    """What a call produced: ``text`` for the model, ``display`` for the editor.
+
+    ``ends_turn`` hands the turn to the user: the agent says that text (a question they answer in
+    their next prompt) and stops after this round of calls, without asking the model again.
+    """
 
     text: str
     ok: bool = True
     display: tuple[Display, ...] = ()
     locations: tuple[Location, ...] | None = None
     raw_output: Any = None
+    ends_turn: str | None = None
 
 
 class ToolError(Exception):
@@ -143,6 +148,14 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is declared twice")
         self._tools[tool.name] = tool
+
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """This registry plus ``tools`` (a session's MCP tools), keeping the validators built so far."""
+        registry = ToolRegistry(self._tools.values())
+        registry._validators = dict(self._validators)
+        for tool in tools:
+            registry.register(tool)
+        return registry
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -1,8 +1,9 @@
 """The client end of the connection, as the core needs it: where a session's events go, who
 answers its permission questions, and the editor that does its file and command I/O.
 
-Everything here speaks ACP on the core's behalf: events become ``session/update``s, questions
-``session/request_permission``, reads and writes ``fs/*`` and commands ``terminal/*``.
+Everything here speaks ACP on the core's behalf: events become ``session/update``s, permission
+questions ``session/request_permission``, a tool's question to the user ``elicitation/create``,
+reads and writes ``fs/*`` and commands ``terminal/*``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import Event
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
 from memory.fs import check_unchanged
-from tools.contracts import CommandObserver, CommandOutcome, CommandRequest, EditorRefused
+from tools.contracts import Answer, CommandObserver, CommandOutcome, CommandRequest, EditorRefused, Question
 from tools.local_io import LocalEditor
 
 if TYPE_CHECKING:
@@ -110,6 +111,7 @@ class ClientAbilities:
     read_files: bool = False
     write_files: bool = False
     terminals: bool = False
+    forms: bool = False  # form elicitation: questions to the user while a turn waits
 
 
 class ClientEditor(LocalEditor):
@@ -166,6 +168,20 @@ class ClientEditor(LocalEditor):
             raise EditorRefused(f"the editor did not write {path}: {editor_reason(exc)}") from None
         self._seen[path] = time.time()
 
+    async def ask_user(self, question: Question) -> Answer | None:
+        """Ask through an ``elicitation/create`` form tied to the call; None when the client has no
+        forms or refused this one (the question is then asked in the chat)."""
+        if not self.abilities.forms:
+            return None
+        params = {"sessionId": self._session_id, "toolCallId": question.call_id, "mode": "form",
+                  "message": question.text, "requestedSchema": answer_form(question.choices)}
+        try:
+            result = await self._client.request("elicitation/create", params)
+        except (RequestError, ConnectionError) as exc:
+            log.warning("the editor did not show the question (%s); asking in the chat", exc)
+            return None
+        return read_answer(result)
+
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
         if not self.abilities.terminals:
             return await super().run_command(request, observer)
@@ -214,6 +230,44 @@ class ClientEditor(LocalEditor):
             terminal_id=created["terminalId"],
             sandboxed=request.confinement is not None,
         )
+
+
+ANSWER_FIELD = "answer"  # the free-text answer
+CHOICE_FIELD = "choice"  # one of the suggested answers
+
+
+def answer_form(choices: tuple[str, ...]) -> dict[str, Any]:
+    """The form's schema: a free-text answer, and with choices a pick among them beside it (either will do)."""
+    if not choices:
+        return {"type": "object", "properties": {ANSWER_FIELD: {"type": "string", "title": "Your answer"}},
+                "required": [ANSWER_FIELD]}
+    options = [{"const": choice, "title": choice} for choice in choices]
+    return {"type": "object", "properties": {
+        CHOICE_FIELD: {"type": "string", "title": "Choose", "oneOf": options},
+        ANSWER_FIELD: {"type": "string", "title": "Or answer in your own words"},
+    }}
+
+
+def read_answer(result: Any) -> Answer:
+    """The user's answer from an elicitation response: their own words win over a picked choice."""
+    response = result if isinstance(result, dict) else {}
+    action = response.get("action")
+    if action == "accept":
+        content = response.get("content")
+        if not isinstance(content, dict):
+            content = {}
+        for field in (ANSWER_FIELD, CHOICE_FIELD):
+            text = _as_text(content.get(field)).strip()
+            if text:
+                return Answer("answered", text)
+        return Answer("answered")
+    return Answer("declined") if action == "decline" else Answer("dismissed")  # cancel, or an unknown action
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    return "" if value is None else str(value)
 
 
 def editor_reason(error: RequestError) -> str:

@@ -21,13 +21,14 @@ import anyio
 from acp_hermes import __version__
 from acp_hermes.adapter.client import ClientAbilities, ClientEditor, ClientLink, PermissionRequests, SessionUpdates
 from acp_hermes.adapter.errors import AuthRequired, translated
+from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
 from acp_hermes.adapter.sdk import json_rpc_engine, route_session_delete
 from acp_hermes.config import ConfigError, Paths, Settings, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
-from acp_hermes.core.commands import menu, run_command, skill_prompt
+from acp_hermes.core.commands import menu, remember, run_command, skill_prompt
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
 from acp_hermes.core.runtime import Runtime
@@ -152,6 +153,7 @@ class HermesAgent:
             read_files=bool(fs.get("readTextFile")),
             write_files=bool(fs.get("writeTextFile")),
             terminals=bool(caps.get("terminal")),
+            forms=_plain(caps.get("elicitation")).get("form") is not None,  # `{}` advertises forms
         )
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
@@ -161,7 +163,7 @@ class HermesAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": MCP_CAPABILITIES,
                 "sessionCapabilities": {
                     "list": {},
                     "resume": {},
@@ -223,10 +225,11 @@ class HermesAgent:
             "configOptions": config_options(choices, self._settings()),
         }
 
-    def _after_open(self, session: Session) -> None:
-        """What a client expects right after a session appears: commands, usage; warm imports."""
+    def _after_open(self, session: Session, mcp_servers: list[Any] | None) -> None:
+        """What a client expects right after a session appears: commands, usage; warm imports; its MCP servers."""
         session.on_first_exchange = self._name_session
         session.spawn = self.spawn
+        session.connect_mcp(specs_from_acp(mcp_servers))
 
         async def announce() -> None:
             await self._announce_menu(session, force=True)
@@ -260,14 +263,13 @@ class HermesAgent:
                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        if mcp_servers:
-            log.info("ignoring %d MCP server(s): MCP is not supported yet", len(mcp_servers))
         self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails session/new itself
         session_id = str(uuid.uuid4())
-        self.spawn(self._create(session_id, root, extra))
+        self.spawn(self._create(session_id, root, extra, mcp_servers))
         return {"sessionId": session_id, **self._choices_state(self.manager.new_choices())}
 
-    async def _create(self, session_id: str, root: Path, extra: tuple[Path, ...]) -> None:
+    async def _create(self, session_id: str, root: Path, extra: tuple[Path, ...],
+                      mcp_servers: list[Any] | None = None) -> None:
         """Build and store a new session just after session/new has answered.
 
         Building means reading SOUL.md, memory and context files, scanning them for injection
@@ -282,7 +284,7 @@ class HermesAgent:
             self._failed_creations[session_id] = f"{type(exc).__name__}: {exc}"
             return
         log.info("session %s created in %s", session.id, root)
-        self._after_open(session)
+        self._after_open(session, mcp_servers)
 
     @translated
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -298,7 +300,7 @@ class HermesAgent:
         await self.link.updates(session.id, replay_updates(stored))
         if session.title:
             await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
-        self._after_open(session)
+        self._after_open(session, mcp_servers)
         return self._choices_state(session.choices)
 
     @translated
@@ -307,7 +309,7 @@ class HermesAgent:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
         session, _ = self.manager.restore(session_id, root, extra)
-        self._after_open(session)
+        self._after_open(session, mcp_servers)
         return self._choices_state(session.choices)
 
     @translated
@@ -316,7 +318,7 @@ class HermesAgent:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
         session = self.manager.fork(session_id, root, extra)
-        self._after_open(session)
+        self._after_open(session, mcp_servers)
         if session.title:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
         return {"sessionId": session.id, **self._choices_state(session.choices)}
@@ -400,7 +402,9 @@ class HermesAgent:
                 self.spawn(self._announce_menu(session))  # after the answer: a turn may have changed skills
         if reply.changed_option is not None:
             await self._announce_choice(session, reply.changed_option)
-        await self.link.update(session.id, render_update(AgentText(str(uuid.uuid4()), reply.text)))
+        message_id = str(uuid.uuid4())
+        await self.link.update(session.id, render_update(AgentText(message_id, reply.text)))
+        await remember(session, parts, reply, message_id)
         return {"stopReason": "end_turn"}
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

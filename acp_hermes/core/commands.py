@@ -1,7 +1,8 @@
 """Slash commands, answered locally without a model call.
 
 Each command returns a ``CommandReply``: the text to show and which session option it changed,
-if any; whoever drives the session (the ACP adapter) shows the text and announces the change.
+if any; whoever drives the session (the ACP adapter) shows the text and announces the change,
+then ``remember``s the exchange: a reloaded session shows it again, the model never sees it.
 An unknown ``/word`` is not a command: it goes to the model as ordinary text.
 """
 
@@ -60,6 +61,14 @@ def _choose(session: Session, option_id: str, value: str, label: str) -> Command
     except InvalidInput as exc:
         return CommandReply(f"Could not change the {label}: {exc}")
     return CommandReply(f"The {label} is now `{value}`.", changed_option=option_id)
+
+
+async def _mcp(session: Session, arg: str) -> CommandReply:
+    servers = session.mcp
+    if servers is None or not servers.connections:
+        return CommandReply("No MCP servers in this session. Add them in your editor's agent settings or under "
+                            "`mcp_servers` in acp-hermes's config.yaml.")
+    return CommandReply("MCP servers:\n" + "\n".join(servers.describe()))
 
 
 async def _mode(session: Session, arg: str) -> CommandReply:
@@ -203,6 +212,7 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
+        SlashCommand("mcp", "The MCP servers of this session: status and tools.", None, _mcp),
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
         SlashCommand("compact", "Summarise the older conversation to free context.",
                      "optional: what to keep in detail", _compact),
@@ -234,6 +244,12 @@ async def run_command(session: Session, parts: Sequence[PromptPart]) -> CommandR
         return None
     command, arg = parsed
     return await command.run(session, arg)
+
+
+async def remember(session: Session, parts: Sequence[PromptPart], reply: CommandReply, message_id: str) -> None:
+    """Store a command and the reply shown as ``message_id`` for replay, outside the model's history."""
+    await session.transcript.add_local_prompt(command_text(parts) or "", parts)
+    await session.transcript.add_local_reply(reply.text, message_id=message_id)
 
 
 SKILL_HINT = "what to do with this skill"

@@ -3,7 +3,8 @@
 The loop is protocol-agnostic: it reports through an ``EventSink`` and reaches files and
 commands through the tool context's editor. It enforces the iteration budget, runs read-only
 parallel-safe calls concurrently, and on cancellation closes every open tool call and keeps
-the stored history valid (every tool_use gets a result) before letting the cancel through.
+the stored history valid (every tool_use gets a result) before letting the cancel through. A
+tool may hand the turn to the user (a question asked in the chat): the turn then ends there.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ _STOP_REASONS: dict[str, StopReason] = {
     "refusal": "refusal",
 }
 CANCELLED_RESULT = "Cancelled by the user before it finished."
+NOT_RUN_AFTER_QUESTION = ("Not run: the turn ended to wait for the user's answer to a question; call it again "
+                          "if it is still needed.")
 
 
 # Given the context's size, the session's new (transcript, system prompt) if it compacted, else None.
@@ -127,6 +130,7 @@ class AgentLoop:
         self._compact_if_due = compact_if_due
         self._open: dict[str, _Call] = {}
         self._budget_note = ""  # added to the next tool result, then cleared
+        self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
 
     async def run_turn(
@@ -152,6 +156,9 @@ class AgentLoop:
                     pressure = share
                     self._budget_note = budget_note(result.model_calls, settings.max_iterations, share)
                 await self._run_tools(calls)
+                if self._handover is not None:
+                    await self._hand_over()
+                    return result
                 await self._compact_when_full(result)
                 continue
             if completed.stop_reason == "pause_turn":
@@ -254,6 +261,8 @@ class AgentLoop:
 
     async def _run_tools(self, calls: list[ToolCall]) -> None:
         for batch in self._registry.batches(calls):
+            if self._handover is not None:
+                break  # the calls after a question may depend on its answer: _hand_over closes them
             outcomes: list[ToolOutcome | None] = [None] * len(batch)
             try:
                 if len(batch) == 1:
@@ -281,6 +290,8 @@ class AgentLoop:
         if self._hints is not None and call.arguments:
             text += self._hints.check_tool_call(call.name, call.arguments)
         text, self._budget_note = text + self._budget_note, ""
+        if result.ends_turn is not None:
+            self._handover = result.ends_turn
         display = result.display or (TextDisplay(result.text, ""),)
         del self._open[call.id]
         await self._sink.emit(
@@ -305,6 +316,16 @@ class AgentLoop:
             plan=record.plan,
             raw_output=result.raw_output,
         )
+
+    async def _hand_over(self) -> None:
+        """End the turn on a question the user answers in their next prompt: close the calls the
+        model planned after it, then say the question (stored for replay; the model's history
+        already has it in the call and its result)."""
+        await self._fail_open_calls(NOT_RUN_AFTER_QUESTION)
+        text, self._handover = f"\n\n{self._handover}", None
+        message_id = str(uuid.uuid4())
+        await self._sink.emit(AgentText(message_id, text))
+        await self._transcript.add_local_reply(text, message_id=message_id)
 
     async def _fail_open_calls(self, reason: str) -> None:
         """Close every call still open, and give each tool_use in history a result."""

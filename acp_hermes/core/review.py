@@ -195,6 +195,10 @@ class _ReviewGate:
     async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
         raise PermissionDenied("A background review only updates memory and skills.")
 
+    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
+                                 read_only: bool) -> None:
+        raise PermissionDenied("A background review only updates memory and skills.")
+
     def held_proposals(self, started: dict[str, ToolCallStarted]) -> list[Proposal]:
         return [Proposal(started[i].name, dict(started[i].raw_input or {}), started[i].title.removeprefix("Review: "))
                 for i in self.held if i in started]

@@ -35,8 +35,14 @@ if TYPE_CHECKING:
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.user_prompt import PromptPart
     from memory.session_db import SessionDB
+    from tools.mcp.connection import McpConnection
+    from tools.mcp.servers import McpServers
+    from tools.mcp.specs import McpServerSpec
+    from tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+MCP_TURN_WAIT_SECONDS = 10.0  # how long a turn waits for MCP servers still connecting before it starts without them
 
 PLAN_MODE_NOTE = (
     "[Plan mode is on: the session is read-only. Explore with read-only tools and reply with a plan; "
@@ -120,6 +126,8 @@ class Session:
         self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
         self._reviews: set[anyio.CancelScope] = set()  # running background reviews: cancelled with the session
         self._naming_started = False
+        self.mcp: McpServers | None = None  # this session's MCP servers (connect_mcp)
+        self._mcp_registry: tuple[int, ToolRegistry] | None = None  # the registry with their tools, by version
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -142,6 +150,53 @@ class Session:
         self._runtime.db.update_session(
             self.id, mode=self.choices.mode.value, model=self.choices.model, model_config=self.choices.as_config()
         )
+
+    # -- MCP servers
+
+    def connect_mcp(self, from_editor: Sequence[McpServerSpec]) -> None:
+        """Start the configured MCP servers and the editor's (which win a shared name), in the background.
+
+        Needs ``spawn``; nothing here waits for a server. A config entry that cannot be used is told to
+        the user like a server that fails.
+        """
+        from tools.mcp.servers import McpServers
+        from tools.mcp.specs import merged, parse_configured
+
+        configured, problems = parse_configured(self._runtime.settings.mcp_servers)
+        for problem in problems:
+            self._notify(f"⚠️ Ignoring an MCP server in the config: {problem}")
+        specs = merged(configured, from_editor)
+        if not specs or self.spawn is None:
+            return
+        self.mcp = McpServers(specs, self.cwd, on_change=self._mcp_changed)
+        self.mcp.start(self.spawn)
+        log.info("session %s: connecting %d MCP server(s)", self.id, len(specs))
+
+    def _mcp_changed(self, connection: McpConnection) -> None:
+        if connection.status == "failed" and not self.closed:
+            what = "stopped working" if connection.tools else "could not be connected"
+            self._notify(f"⚠️ MCP server `{connection.name}` {what}: {connection.detail}. "
+                         "The session goes on without its tools; `/mcp` shows every server.")
+
+    def _notify(self, text: str) -> None:
+        """Tell the user ``text`` now, outside any turn (a server's failure)."""
+        import uuid
+
+        from acp_hermes.core.events import AgentText
+
+        log.warning("session %s: %s", self.id, text)
+        if self.spawn is not None:
+            self.spawn(self._sink.emit(AgentText(f"notice-{uuid.uuid4()}", text + "\n\n")))
+
+    @property
+    def registry(self) -> ToolRegistry:
+        """The runtime's tools plus those of this session's MCP servers that are ready now."""
+        base = self._runtime.registry
+        if self.mcp is None or not self.mcp.tools():
+            return base
+        if self._mcp_registry is None or self._mcp_registry[0] != self.mcp.version:
+            self._mcp_registry = (self.mcp.version, base.extended(self.mcp.tools()))
+        return self._mcp_registry[1]
 
     def _tool_context(self, call_id: str, title: str, sink: ToolEventSink) -> ToolContext:
         return ToolContext(call_id=call_id, scope=self.tools, editor=self.editor, gate=self.gate, sink=sink,
@@ -175,7 +230,9 @@ class Session:
         from acp_hermes.core.attachments import attached_paths, convert_prompt
         from acp_hermes.core.loop import AgentLoop
 
-        registry = self._runtime.registry
+        if self.mcp is not None and self.mcp.connecting:
+            await self.mcp.wait_connecting(MCP_TURN_WAIT_SECONDS)
+        registry = self.registry
         if self.stored_tool_results:
             registry.restore_state(self.tools, self.stored_tool_results)
             self.stored_tool_results = []
@@ -365,6 +422,8 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
+        if self.mcp is not None:
+            self.mcp.stop()
         for scope in list(self._reviews):
             scope.cancel()
         self.cancel()

@@ -225,6 +225,9 @@ def _tool_guidance(tools: frozenset[str]) -> str:
         bullets.append("Check your work: run tests, builds and linters with `terminal`, and report failures.")
     if "todo" in tools:
         bullets.append("For multi-step work keep a plan with `todo` and update it as steps finish.")
+    if "clarify" in tools:
+        bullets.append("When a request is ambiguous or a decision is the user's to make, ask with `clarify` "
+                       "instead of guessing; do not use it to confirm routine steps.")
     if tools & {"patch", "write_file", "terminal"}:
         bullets.append(
             "The user sees each file edit as a diff and each command before it runs, and may decline. "

@@ -44,8 +44,9 @@ async def name_session(session: Session) -> None:
         return
     db = session.db
     rows = await anyio.to_thread.run_sync(db.messages, session.id)
-    user_text = next((r.content for r in rows if r.role == "user"), "")
-    answer = next((r.content for r in rows if r.role == "assistant" and r.content), "")
+    # Rows without a payload were only shown (slash commands and their replies): not the conversation.
+    user_text = next((r.content for r in rows if r.role == "user" and r.payload), "")
+    answer = next((r.content for r in rows if r.role == "assistant" and r.content and r.payload), "")
     title = fallback_title(user_text)
     with anyio.move_on_after(TITLE_TIMEOUT):
         try:

@@ -92,6 +92,16 @@ class Transcript:
         await self._append_row("tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
                                display=outcome.display_record())
 
+    async def add_local_prompt(self, plain_text: str, prompt: Sequence[PromptPart]) -> None:
+        """Store a prompt answered here without the model (a slash command): replayed to the editor,
+        never part of the model's history (a row without payload)."""
+        await self._append_row("user", plain_text, display={"prompt": [to_record(p) for p in prompt]})
+
+    async def add_local_reply(self, text: str, *, message_id: str) -> None:
+        """Store agent text the model did not write (a command's reply, a question put to the user in
+        the chat): replayed to the editor, never part of the model's history."""
+        await self._append_row("assistant", text, display={"message_id": message_id})
+
     async def add_user(self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart]) -> None:
         self.messages.append({"role": "user", "content": content})
         await self._append_row("user", plain_text, payload=content, display={"prompt": [to_record(p) for p in prompt]})
@@ -197,7 +207,7 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
                 last["content"].append(row.payload)
             else:
                 messages.append({"role": "user", "content": [row.payload]})
-        elif row.payload:
+        elif row.payload:  # without one, the row was only shown (a slash command and its reply)
             messages.append({"role": row.role, "content": list(row.payload)})
     return messages
 

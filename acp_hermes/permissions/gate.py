@@ -9,12 +9,13 @@ session and, in the grant store, for the project.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -23,6 +24,7 @@ from acp_hermes.permissions.policy import (
     DECLINED,
     CommandRequest,
     EditRequest,
+    ExternalToolRequest,
     GrantOffer,
     Grants,
     ReadRequest,
@@ -139,6 +141,14 @@ class PermissionGate:
         display: tuple[Display, ...] = (TextDisplay(f"Read {shown}"),)
         await self._settle(ctx, request, ctx.title or f"Read {one_line(shown, 80)}", "read", display, show=False)
 
+    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
+                                 read_only: bool) -> None:
+        shown = json.dumps(arguments, ensure_ascii=False, indent=2) if arguments else "(no arguments)"
+        display: tuple[Display, ...] = (TextDisplay(shown, fence="json"),)
+        title = ctx.title or f"Run {tool} ({server})"
+        await self._settle(ctx, ExternalToolRequest(server, tool, read_only), title, "execute", display,
+                           show=not read_only)
+
     # -- carrying out a verdict
 
     async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
@@ -213,11 +223,17 @@ class PermissionGate:
             lines.append(f"edits this session: {'allowed' if grants.edits else 'rejected'}")
         lines += [f"changes to {subject} this session: allowed" for subject in sorted(grants.allowed_state)]
         lines += [f"changes to {subject} this session: rejected" for subject in sorted(grants.rejected_state)]
-        lines += [f"allow command: {key}" for key in sorted(grants.allowed_commands)]
-        lines += [f"reject command: {key}" for key in sorted(grants.rejected_commands)]
+        lines += [_grant_line("allow", key) for key in sorted(grants.allowed_commands)]
+        lines += [_grant_line("reject", key) for key in sorted(grants.rejected_commands)]
         lines += [f"read this session: {path}" for path in sorted(grants.readable_dirs)]
         lines += [f"no reading this session: {path}" for path in sorted(grants.unreadable_dirs)]
         return lines
+
+
+def _grant_line(verdict: str, key: str) -> str:
+    if key.startswith("mcp:"):
+        return f"{verdict} MCP tool: {key.removeprefix('mcp:')}"
+    return f"{verdict} command: {key}"
 
 
 def _question_title(title: str, request: Request, verdict: Verdict) -> str:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from acp_hermes.permissions.command_risk import CommandRisk
 
 Outcome = Literal["allow", "ask", "refuse"]
-GrantScope = Literal["edits", "state", "commands", "reads"]
+GrantScope = Literal["edits", "state", "commands", "reads", "tools"]
 
 DECLINED = "The user declined this action, so it did not run. Do not retry it; ask the user how to proceed."
 PLAN_REFUSAL = (
@@ -73,7 +73,21 @@ class ReadRequest:
     purpose: ReadPurpose = "file"
 
 
-Request = EditRequest | CommandRequest | StateRequest | ReadRequest
+@dataclass(frozen=True, slots=True)
+class ExternalToolRequest:
+    """A tool of an MCP server; ``read_only`` is what the server says of it."""
+
+    server: str
+    tool: str
+    read_only: bool = False
+
+    @property
+    def grant_key(self) -> str:
+        """How "always" for this tool is remembered beside command grants (no command looks like it)."""
+        return f"mcp:{self.server}/{self.tool}"
+
+
+Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,8 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
         return _decide_command(request, mode, grants, where)
     if isinstance(request, ReadRequest):
         return _decide_read(request, mode, grants, where)
+    if isinstance(request, ExternalToolRequest):
+        return _decide_external(request, mode, grants)
     return _decide_state(request, mode, grants)
 
 
@@ -256,4 +272,25 @@ def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
         return Verdict("allow", (f"{mode.value} mode",))
     offer = GrantOffer("state", (subject,), f"Allow changes to {subject} for this session",
                        f"Reject changes to {subject} for this session")
+    return Verdict("ask", offer=offer)
+
+
+def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -> Verdict:
+    """MCP tools: what a server marks read-only runs; anything else can change the world, so it asks
+    in ``default`` and ``accept-edits`` (it is no file edit the editor could show) unless remembered."""
+    if request.read_only:
+        return Verdict("allow", ("read-only by its server",))
+    if mode is Mode.PLAN:
+        return _refuse(PLAN_REFUSAL, "plan mode")
+    key = request.grant_key
+    if key in grants.rejected_commands:
+        return _refuse(f"The user chose to always reject {request.tool} of {request.server}. " + DECLINED,
+                       f"{key} rejected")
+    if key in grants.allowed_commands:
+        return Verdict("allow", (f"remembered grant {key}",))
+    if mode is Mode.BYPASS:
+        return Verdict("allow", ("bypass mode",))
+    label = f"{request.tool} of {request.server}"
+    offer = GrantOffer("tools", (key,), f"Always allow {label} in this project",
+                       f"Always reject {label} in this project")
     return Verdict("ask", offer=offer)

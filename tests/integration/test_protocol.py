@@ -141,6 +141,40 @@ async def test_session_new_validates_cwd_and_announces_commands_after_answering(
 
 
 @pytest.mark.anyio
+async def test_load_resume_and_fork_answer_before_their_commands_and_usage(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """JetBrains waits for a session's answer before it accepts the session's updates: only load's
+    history replay (which the protocol puts inside the request) may come before it."""
+    fake_anthropic.script(text_reply("first"))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "hello") == "end_turn"
+        cwd = str(agent.workspace)
+        checks = []
+        for method in ("load_session", "resume_session", "fork_session"):
+            before = len(agent.sent())
+            response = await getattr(agent.conn, method)(cwd=cwd, session_id=sid, mcp_servers=[])
+            target = getattr(response, "session_id", None) or sid
+            await agent.wait_for(lambda t=target, b=before: any(
+                m.get("method") == "session/update" and m["params"]["sessionId"] == t
+                and m["params"]["update"]["sessionUpdate"] == "usage_update" for m in agent.sent()[b:]))
+            sent = agent.sent()[before:]
+            answered = next(i for i, m in enumerate(sent) if "result" in m)
+            kinds = [(i, m["params"]["update"]["sessionUpdate"]) for i, m in enumerate(sent)
+                     if m.get("method") == "session/update" and m["params"]["sessionId"] == target]
+            early = {kind for i, kind in kinds if i < answered}
+            late = {kind for i, kind in kinds if i > answered}
+            checks.append((method, early, {"available_commands_update", "usage_update"} <= late))
+
+    assert checks == [
+        ("load_session", {"user_message_chunk", "agent_message_chunk"}, True),
+        ("resume_session", set(), True),
+        ("fork_session", set(), True),
+    ]
+
+
+@pytest.mark.anyio
 async def test_config_options_apply_and_reach_the_model_request(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     write_config(
         tmp_path / "hermes-home",

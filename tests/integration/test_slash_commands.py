@@ -86,3 +86,29 @@ async def test_export_writes_the_conversation_as_markdown_after_asking(
         assert "recursive-descent" in exported and "Exported the conversation" in said
     else:
         assert "declined" in said
+
+
+async def test_commands_and_replies_are_replayed_but_never_sent_to_the_model(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.script(text_reply("Hi there."), text_reply("Still here."))
+    fake_anthropic.script_auxiliary(text_reply("Greeting"))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "hello") == "end_turn"
+        help_text = await reply(agent, sid, "/help")
+        title_text = await reply(agent, sid, "/title Release checklist")
+
+    async with running_agent(tmp_path, fake_anthropic) as reloaded:
+        await reloaded.conn.load_session(cwd=str(reloaded.workspace), session_id=sid, mcp_servers=[])
+        shown = [(u["sessionUpdate"], u["content"]["text"]) for u in reloaded.updates(sid)
+                 if u["sessionUpdate"] in ("user_message_chunk", "agent_message_chunk")]
+        assert shown == [
+            ("user_message_chunk", "hello"), ("agent_message_chunk", "Hi there."),
+            ("user_message_chunk", "/help"), ("agent_message_chunk", help_text),
+            ("user_message_chunk", "/title Release checklist"), ("agent_message_chunk", title_text),
+        ]
+        assert await reloaded.prompt(sid, "are you there?") == "end_turn"
+    sent = str(fake_anthropic.stream_requests[-1]["messages"])
+    assert "hello" in sent and "are you there?" in sent
+    assert "/help" not in sent and "Commands:" not in sent and "Release checklist" not in sent

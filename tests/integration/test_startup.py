@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.acp_harness import raw_agent
 
-HEAVY = ("anthropic", "jsonschema", "httpx")
+HEAVY = ("anthropic", "jsonschema", "httpx", "mcp", "mcp_types")
 TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
                 "tools.search", "tools.diffs", "tools.registry")
 RULE_TABLES = ("acp_hermes.permissions.command_risk", "tools.sensitive_paths")

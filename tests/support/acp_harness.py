@@ -4,7 +4,8 @@
 Anthropic server, and validates every message the agent sends against the official schema
 (``WireValidator``) — the test fails at exit if anything was invalid. ``EditorClient`` is a
 real client: it answers permission requests by a policy, serves fs reads (with optional unsaved
-buffers) and writes, and runs ``terminal/*`` commands as real subprocesses. ``raw_agent`` spawns
+buffers) and writes, runs ``terminal/*`` commands as real subprocesses and answers questions
+(``elicitation/create`` forms, when ``running_agent(forms=True)`` advertises them) by a script. ``raw_agent`` spawns
 the same server on plain pipes for tests that need exact bytes (malformed input, stdout purity);
 ``write_config`` writes the config file a server reads at start-up.
 """
@@ -26,10 +27,15 @@ from typing import Any
 import anyio
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
+    CancelElicitationResponse,
     ClientCapabilities,
     CreateTerminalResponse,
+    DeclineElicitationResponse,
     DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
     FileSystemCapabilities,
     Implementation,
     KillTerminalResponse,
@@ -46,6 +52,9 @@ from tests.support.schema_check import WireValidator
 
 # Chooses an optionId for a permission request (toolCall dict, options dicts), or None to cancel.
 PermissionPolicy = Callable[[dict[str, Any], list[dict[str, Any]]], "str | None"]
+# How the user answers a form: ("accept", {field: value}), ("decline", None), ("cancel", None), or
+# ("error", None) for an editor that answers the request with an error.
+FormAnswer = tuple[str, "dict[str, Any] | None"]
 
 
 def choose(kind: str) -> PermissionPolicy:
@@ -70,8 +79,14 @@ class EditorClient:
     """The editor side of the connection, with real file and terminal behaviour."""
 
     def __init__(self, *, policy: PermissionPolicy | None = None, hold_permissions: bool = False,
-                 refuse_reads: str | None = None, refuse_terminals: str | None = None) -> None:
+                 refuse_reads: str | None = None, refuse_terminals: str | None = None,
+                 form_answers: list[FormAnswer] | None = None, hold_forms: bool = False) -> None:
         self.policy = policy or choose("allow_once")
+        self.form_answers = list(form_answers or [])  # one per elicitation/create, in order
+        self.forms: list[dict[str, Any]] = []  # each elicitation/create as sent (message + its mode's fields)
+        self.form_shown = anyio.Event()
+        self.hold_forms = hold_forms  # keep every form open until release_forms is set, then cancel it
+        self.release_forms = anyio.Event()
         self.refuse_reads = refuse_reads  # answer fs/read_text_file with this reason, as an error
         self.refuse_terminals = refuse_terminals  # ... and terminal/create
         self.buffers: dict[str, str] = {}
@@ -99,6 +114,21 @@ class EditorClient:
         if chosen is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.forms.append({"message": message, **mode.model_dump(mode="json", by_alias=True, exclude_none=True)})
+        self.form_shown.set()
+        if self.hold_forms:
+            await self.release_forms.wait()
+            return CancelElicitationResponse(action="cancel")
+        action, content = self.form_answers.pop(0)
+        if action == "error":
+            raise RequestError(-32603, "Internal error", {"details": "this editor shows no forms today"})
+        if action == "accept":
+            return AcceptElicitationResponse(action="accept", content=content)
+        if action == "decline":
+            return DeclineElicitationResponse(action="decline")
+        return CancelElicitationResponse(action="cancel")
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         return None  # updates are read from the raw wire (AgentProcess.updates)
@@ -295,6 +325,7 @@ async def running_agent(
     client: EditorClient | None = None,
     fs: bool = False,
     terminal: bool = False,
+    forms: bool = False,
     home: Path | None = None,
     workspace: Path | None = None,
     env: dict[str, str] | None = None,
@@ -320,7 +351,8 @@ async def running_agent(
                 await conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
                     client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal
+                        fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal,
+                        elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if forms else None,
                     ),
                     client_info=Implementation(name="acp-hermes-tests", version="1"),
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
 from tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
@@ -32,6 +33,7 @@ class RecordingGate:
     commands: list[tuple[str, Path]] = field(default_factory=list)
     states: list[list[FileChange]] = field(default_factory=list)
     reads: list[list[Path]] = field(default_factory=list)
+    external: list[tuple[str, str, dict[str, Any], bool]] = field(default_factory=list)
 
     def _decide(self) -> None:
         if not self.allow:
@@ -54,6 +56,11 @@ class RecordingGate:
 
     async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
         self.reads.append(list(paths))  # reads are never refused here: the policy's tests cover that
+
+    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
+                                 read_only: bool) -> None:
+        self.external.append((server, tool, dict(arguments), read_only))
+        self._decide()
 
 
 def make_scope(

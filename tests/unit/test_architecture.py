@@ -8,7 +8,7 @@ TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
   permissions (``testing`` sits beside permissions, for the app's demo). A module imports its own
   subpackage and lower layers only.
 * The ACP SDK (``acp``) is imported by the adapter alone, the ``anthropic`` SDK by the model
-  provider alone.
+  provider alone, the MCP SDK (``mcp``, ``mcp_types``) by ``tools.mcp`` alone.
 * No import cycles between modules.
 * Tools reach the world only through their context: no process spawning, deleting, renaming or
   writing of files in a tool module (``tools.local_io`` implements those doors).
@@ -96,6 +96,8 @@ def _violation(found: Import) -> str | None:
         return "only the ACP adapter imports the acp SDK"
     if imported == "anthropic" and importer != "acp_hermes.model.provider":
         return "only the model provider imports the anthropic SDK"
+    if imported.split(".")[0] in ("mcp", "mcp_types") and not importer.startswith("tools.mcp."):
+        return "only tools.mcp imports the MCP SDK"
     if target_top not in PACKAGES:
         return None
     if top == "memory" and target_top != "memory":
@@ -137,6 +139,9 @@ def test_imports_run_one_way() -> None:
         ("acp_hermes.adapter.server", "acp_hermes.core.session", True),
         ("acp_hermes.core.session", "acp_hermes.permissions.gate", True),
         ("tools.memory", "memory.store", True),
+        ("acp_hermes.core.session", "mcp", False),
+        ("tools.registry", "mcp_types", False),
+        ("tools.mcp.connection", "mcp", True),
     ],
 )
 def test_the_rules_themselves(importer: str, imported: str, allowed: bool) -> None:

@@ -1,14 +1,18 @@
 """The shipped editor configurations and the ACP Registry entry: they parse, run the command the
 package installs, name option ids that exist, never pass a variable's name as the API key, and follow
-the registry's rules (exact version pin, themeable 16×16 icon, accepted authMethods)."""
+the registry's rules (exact version pin, themeable 16×16 icon, accepted authMethods).
+
+Lua and Emacs Lisp are checked by their own tools where installed (``luac -p``; Emacs's
+``check-parens``, byte-compiler and a load that builds the agent-shell configuration); a structural
+check runs everywhere."""
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -16,7 +20,7 @@ import pytest
 
 import acp_hermes
 from acp_hermes.adapter.options import config_options
-from acp_hermes.adapter.server import HermesAgent
+from acp_hermes.adapter.server import AUTH_METHOD_KEY, HermesAgent
 from acp_hermes.config import Paths, Settings
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.permissions.modes import Mode
@@ -35,6 +39,12 @@ def option_values() -> dict[str, set[str]]:
     return {option["id"]: {choice["value"] for choice in option["options"]} for option in options}
 
 
+def option_values_by_category() -> dict[str, set[str]]:
+    """What CodeCompanion's ``session_config_options`` is keyed by: the option's category."""
+    options = config_options(SessionChoices(Mode.DEFAULT, "claude-sonnet-5-5", "off"), Settings())
+    return {option["category"]: {choice["value"] for choice in option["options"]} for option in options}
+
+
 def test_zed_settings_are_strict_json_with_real_option_ids() -> None:
     server = json.loads((CONFIGS / "zed" / "settings.json").read_text())["agent_servers"]["acp-hermes"]
     assert server["type"] == "custom" and server["command"].endswith(COMMAND)
@@ -48,6 +58,48 @@ def test_zed_settings_are_strict_json_with_real_option_ids() -> None:
 def test_jetbrains_acp_json_runs_the_installed_command() -> None:
     server = json.loads((CONFIGS / "jetbrains" / "acp.json").read_text())["agent_servers"]["acp-hermes"]
     assert server["command"].endswith(COMMAND) and server["args"] == []
+
+
+def test_vscode_acp_client_settings_run_the_installed_command() -> None:
+    agents = json.loads((CONFIGS / "vscode" / "settings.json").read_text())["acp.agents"]
+    server = agents["acp-hermes"]
+    assert set(server) <= {"command", "args", "env", "displayName"}  # the extension's AgentConfigEntry
+    assert server["command"].endswith(COMMAND) and server["args"] == [] and server["env"] == {}
+    assert "formulahendry.acp-client" in (CONFIGS / "vscode" / "README.md").read_text()
+
+
+def test_toad_command_line_runs_the_installed_command() -> None:
+    lines = [line.strip() for line in (CONFIGS / "toad" / "README.md").read_text().splitlines()]
+    command = shlex.split(next(line for line in lines if line.startswith("toad acp ")))
+    assert command[:2] == ["toad", "acp"] and command[2].endswith(COMMAND)
+    assert command[3].startswith("/") and command[4:] == ["-t", "acp-hermes"]
+
+
+def lua_table(code: str, key: str) -> dict[str, str]:
+    """The ``name = "value"`` pairs of the one-line table assigned to ``key``."""
+    match = re.search(rf"^\s*{key} = \{{([^}}]*)\}}", code, re.M)
+    assert match, f"no {key} table"
+    return dict(re.findall(r'(\w+) = "([^"]*)"', match.group(1)))
+
+
+def test_codecompanion_sets_real_session_config_options() -> None:
+    code = (CONFIGS / "neovim" / "codecompanion.lua").read_text()
+    chosen = lua_table(code, "session_config_options")
+    known = option_values_by_category()
+    assert chosen and all(value in known[category] for category, value in chosen.items()), chosen
+    assert re.search(r'commands = \{ default = \{ "[^"]*' + re.escape(COMMAND) + '" } }', code)
+    assert not re.search(r"^\s*env = ", code, re.M)  # inherits Neovim's environment
+
+
+def test_avante_passes_only_set_variables_and_a_real_auth_method() -> None:
+    code = (CONFIGS / "neovim" / "avante.lua").read_text()
+    env = re.search(r"^\s*env = \{\n(.*?)^\s*\},", code, re.M | re.S)
+    assert env, "no env table"
+    entries = re.findall(r"^\s*(\w+) = (.*),$", env.group(1), re.M)
+    assert {"HOME", "ANTHROPIC_API_KEY"} <= {name for name, _ in entries}
+    assert all(value == f'os.getenv("{name}")' for name, value in entries), entries
+    assert re.search(rf'^\s*auth_method = "{AUTH_METHOD_KEY}",$', code, re.M)
+    assert re.search(rf'^\s*command = "[^"]*{re.escape(COMMAND)}",$', code, re.M)
 
 
 CODE_FILES = ["neovim/codecompanion.lua", "neovim/avante.lua", "emacs/acp-hermes.el"]
@@ -83,22 +135,96 @@ def balanced(code: str, comment: str, pairs: str) -> bool:
     return not stack and not in_string
 
 
-@pytest.mark.parametrize("name", ["neovim/codecompanion.lua", "neovim/avante.lua"])
-def test_lua_configs_parse(name: str) -> None:
-    path = CONFIGS / name
+LUA_FILES = ["neovim/codecompanion.lua", "neovim/avante.lua"]
+
+
+@pytest.mark.parametrize("name", LUA_FILES)
+def test_lua_configs_are_balanced(name: str) -> None:
+    assert balanced((CONFIGS / name).read_text(), "--", "(){}[]")
+
+
+@pytest.mark.parametrize("name", LUA_FILES)
+def test_lua_configs_pass_luac(name: str) -> None:
+    # Debian's lua5.4 package installs luac5.4 (and a `luac` alternative).
     luac = shutil.which("luac") or shutil.which("luac5.4") or shutil.which("luac5.3")
-    if luac:
-        with tempfile.TemporaryDirectory() as scratch:
-            subprocess.run([luac, "-p", "-o", str(Path(scratch) / "out"), str(path)], check=True)
-    assert balanced(path.read_text(), "--", "(){}[]")
+    if luac is None:
+        pytest.skip("luac is not installed (.ci/run installs lua5.4 where it can)")
+    result = subprocess.run([luac, "-p", str(CONFIGS / name)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+EMACS_CONFIG = CONFIGS / "emacs" / "acp-hermes.el"
+
+# A stand-in for the two agent-shell functions the config calls, with agent-shell's keyword lists
+# (agent-shell.el 0.79): an unknown keyword is an error, as it is with the real package.
+AGENT_SHELL_STAND_IN = """;;; agent-shell.el --- test stand-in  -*- lexical-binding: t; -*-
+(require 'cl-lib)
+(defvar agent-shell-agent-configs nil)
+(cl-defun agent-shell-make-agent-config
+    (&rest config &key identifier mode-line-name welcome-function buffer-name shell-prompt
+           shell-prompt-regexp client-maker needs-authentication authenticate-request-maker
+           default-model-id default-session-mode-id session-meta mcp-servers notification-adapter
+           icon-name install-instructions)
+  (ignore identifier mode-line-name welcome-function buffer-name shell-prompt shell-prompt-regexp
+          client-maker needs-authentication authenticate-request-maker default-model-id
+          default-session-mode-id session-meta mcp-servers notification-adapter icon-name
+          install-instructions)
+  config)
+(cl-defun agent-shell--make-acp-client
+    (&rest client &key command command-params environment-variables context-buffer)
+  (ignore command command-params environment-variables context-buffer)
+  client)
+(provide 'agent-shell)
+"""
+
+# Byte-compile with warnings as errors, load the compiled file, and print what agent-shell would get.
+DESCRIBE_CONFIG = """(progn
+  (require 'json)
+  (setq byte-compile-error-on-warn t)
+  (unless (byte-compile-file "acp-hermes.el") (kill-emacs 3))
+  (load (expand-file-name "acp-hermes.elc") nil t)
+  (let* ((config (car (last agent-shell-agent-configs)))
+         (client (funcall (plist-get config :client-maker) nil)))
+    (princ (json-encode
+            (list (cons "identifier" (symbol-name (plist-get config :identifier)))
+                  (cons "mode" (funcall (plist-get config :default-session-mode-id)))
+                  (cons "command" (cons (plist-get client :command) (plist-get client :command-params)))
+                  (cons "environment" (or (plist-get client :environment-variables) [])))))))"""
 
 
 def test_emacs_config_parses() -> None:
-    path = CONFIGS / "emacs" / "acp-hermes.el"
+    code = EMACS_CONFIG.read_text()
+    assert balanced(code, ";", "()")
+    assert code.startswith(";;; acp-hermes.el") and "lexical-binding: t" in code.splitlines()[0]
+    assert "(provide 'acp-hermes)" in code and ":identifier 'acp-hermes" in code
+    default_mode = re.search(r'^\(defvar acp-hermes-default-mode "([^"]+)"', code, re.M)
+    assert default_mode and default_mode.group(1) in {mode.value for mode in Mode}
+
+
+def _emacs() -> str:
     emacs = shutil.which("emacs")
-    if emacs:
-        subprocess.run([emacs, "--batch", str(path), "--eval", "(check-parens)"], check=True, timeout=60)
-    assert balanced(path.read_text(), ";", "()")
+    if emacs is None:
+        pytest.skip("emacs is not installed (.ci/run installs emacs-nox where it can)")
+    return emacs
+
+
+def test_emacs_config_passes_check_parens() -> None:
+    result = subprocess.run([_emacs(), "--batch", "-Q", str(EMACS_CONFIG), "--eval", "(check-parens)"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_emacs_config_byte_compiles_and_builds_the_agent_shell_config(tmp_path: Path) -> None:
+    emacs = _emacs()
+    (tmp_path / "agent-shell.el").write_text(AGENT_SHELL_STAND_IN)
+    shutil.copy(EMACS_CONFIG, tmp_path / "acp-hermes.el")
+    result = subprocess.run([emacs, "--batch", "-Q", "-L", ".", "--eval", DESCRIBE_CONFIG], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    described = json.loads(result.stdout)
+    assert described["identifier"] == "acp-hermes" and described["mode"] in {mode.value for mode in Mode}
+    assert described["command"][0].endswith(COMMAND) and described["command"][1:] == []
+    assert described["environment"] == []  # the agent inherits Emacs's environment
 
 
 REGISTRY = CONFIGS / "acp-registry" / "acp-hermes"
@@ -107,6 +233,7 @@ REGISTRY = CONFIGS / "acp-registry" / "acp-hermes"
 def test_the_registry_entry_pins_this_exact_release() -> None:
     entry = json.loads((REGISTRY / "agent.json").read_text())
     assert entry["id"] == REGISTRY.name == PROJECT["name"]
+    assert re.fullmatch(r"[a-z][a-z0-9-]*", entry["id"]) and re.fullmatch(r"\d+\.\d+\.\d+", entry["version"])
     assert entry["version"] == PROJECT["version"] == acp_hermes.__version__
     assert entry["distribution"]["uvx"]["package"] == f"{PROJECT['name']}=={PROJECT['version']}"
     assert entry["license"] == PROJECT["license"] and entry["description"] and entry["name"]
@@ -122,9 +249,31 @@ def test_the_registry_icon_is_a_themeable_16px_svg() -> None:
     assert colours - {None} <= {"currentColor", "none"} and "currentColor" in colours
 
 
-@pytest.mark.parametrize("terminal_auth", [False, True])
-def test_initialize_offers_auth_methods_the_registry_accepts(tmp_path: Path, terminal_auth: bool) -> None:
+# The clientCapabilities the ACP Registry's CI sends with its `initialize` (.github/workflows/client.py
+# in agentclientprotocol/registry), and those of a client that announces terminal auth the ACP way.
+REGISTRY_CHECK_CAPABILITIES = {"terminal": True, "fs": {"readTextFile": True, "writeTextFile": True},
+                               "_meta": {"terminal_output": True, "terminal-auth": True}}
+TERMINAL_AUTH_CAPABILITIES = {"auth": {"terminal": True}}
+
+
+def registry_auth_type(method: dict[str, object]) -> object:
+    """The type the registry's check reads: `type`, else the `_meta` kind, else agent."""
+    meta = method.get("_meta")
+    from_meta = None
+    if isinstance(meta, dict):
+        from_meta = "terminal" if "terminal-auth" in meta else "agent" if "agent-auth" in meta else None
+    return method.get("type") or from_meta or "agent"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("capabilities", [REGISTRY_CHECK_CAPABILITIES, TERMINAL_AUTH_CAPABILITIES, {}])
+async def test_initialize_offers_auth_methods_the_registry_accepts(tmp_path: Path,
+                                                                   capabilities: dict[str, object]) -> None:
     agent = HermesAgent(Paths(tmp_path), Settings())
-    agent._terminal_auth = terminal_auth
-    methods = agent.auth_methods()
+    answer = await agent.initialize(protocol_version=1, client_capabilities=capabilities)
+    methods = answer["authMethods"]
     assert methods and all(method.get("type", "agent") in {"agent", "terminal"} for method in methods)
+    assert all(registry_auth_type(method) in {"agent", "terminal"} for method in methods)
+    terminal = [method for method in methods if method.get("type") == "terminal"]
+    assert bool(terminal) == (capabilities is TERMINAL_AUTH_CAPABILITIES)
+    assert all(method["args"] == ["setup"] for method in terminal)  # `acp-hermes setup` in a terminal

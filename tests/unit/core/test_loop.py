@@ -12,13 +12,14 @@ import pytest
 
 from acp_hermes.core.events import AgentText, AgentThought, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired, unanswered_calls
-from acp_hermes.core.loop import CANCELLED_RESULT, AgentLoop, TurnResult, TurnSettings
-from acp_hermes.core.transcript import Transcript
+from acp_hermes.core.loop import CANCELLED_RESULT, NOT_RUN_AFTER_QUESTION, AgentLoop, TurnResult, TurnSettings
+from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
 from memory.session_db import SessionDB
 from tests.support.fake_provider import FakeProvider, text, thinking, tool_call, tool_calls
 from tests.support.tools import EventLog, RecordingGate, make_scope
+from tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL
 from tools.context import ToolContext
 from tools.contracts import ToolEventSink
 from tools.files import FILE_TOOLS
@@ -389,3 +390,33 @@ async def test_cancel_while_streaming_keeps_what_was_shown(tmp_path: Path, db: S
     assert (last.role, last.content, last.finish_reason) == ("assistant", "Checking", "cancelled")
     assert rig.transcript.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Checking"}]}
     assert_valid_as_stored(rig.transcript.messages)
+
+
+async def test_a_question_for_the_chat_ends_the_turn_after_its_round(tmp_path: Path, db: SessionDB) -> None:
+    (tmp_path / "a.txt").write_text("AAA\n")
+    provider = FakeProvider().script(
+        tool_calls(("read_file", {"path": "a.txt"}), ("clarify", {"question": "Which one?", "choices": ["a", "b"]}),
+                   ("write_file", {"path": "b.txt", "content": "x"}), preface="Let me check."),
+        text("Going with b."),
+    )
+    rig = make_rig(tmp_path, db, provider, CLARIFY_TOOL)
+    result = await rig.turn("fix it")
+    assert (result.stop_reason, result.model_calls) == ("end_turn", 1)
+    read_id, ask_id, write_id = (e.call_id for e in rig.of(ToolCallStarted))
+    assert {e.call_id: e.status for e in rig.of(ToolCallFinished)} == {
+        read_id: "completed", ask_id: "completed", write_id: "failed"}
+    assert not (tmp_path / "b.txt").exists()  # planned after the question: it waits for the answer
+    question = "\n\nWhich one?\n\n1. a\n2. b\n\nReply with a number or in your own words."
+    assert rig.shown_text() == "Let me check." + question
+    results = {b["tool_use_id"]: b["content"] for b in rig.transcript.messages[-1]["content"]}
+    assert results[ask_id] == ASKED_IN_CHAT and results[write_id] == NOT_RUN_AFTER_QUESTION
+    assert_valid_as_stored(rig.transcript.messages)
+    rows = db.messages(SESSION)
+    assert [r.role for r in rows] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    assert history_from_rows(rows) == rig.transcript.messages  # the question said in the chat is not history
+    assert isinstance(last := list(stored_messages(rows))[-1], StoredReply) and last.text == question
+
+    await rig.turn("b please")  # the answer: the next request pairs every call and ends with it
+    sent = rig.provider.requests[1].messages
+    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "b please"}]}
+    assert_valid_as_stored(sent)

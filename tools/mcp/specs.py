@@ -1,0 +1,130 @@
+"""What an MCP server is: how to reach it and how long to wait for it.
+
+Servers come from two places with one shape here: the editor (ACP's ``mcpServers``, converted by
+the adapter) and ``mcp_servers`` in acp-hermes's own config, which has Hermes's shape::
+
+    mcp_servers:
+      github:
+        command: npx
+        args: ["-y", "@modelcontextprotocol/server-github"]
+        env: {GITHUB_TOKEN: "..."}
+      docs:
+        url: https://example.com/mcp
+        headers: {Authorization: "Bearer ..."}
+        transport: http          # or sse
+        timeout: 120             # seconds a tool call may take
+        connect_timeout: 30      # seconds to start and list tools
+        enabled: true
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Transport = Literal["stdio", "http", "sse"]
+Source = Literal["editor", "config"]
+
+DEFAULT_CALL_TIMEOUT = 120.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+NAME_LIMIT = 64  # the Messages API's limit on a tool name
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    name: str
+    transport: Transport
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    source: Source = "config"
+
+    @property
+    def target(self) -> str:
+        """Where it runs, for people: the command line or the URL (never headers or env values)."""
+        return " ".join((self.command, *self.args)) if self.transport == "stdio" else self.url
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The name the model sees for ``tool`` of ``server``: ``mcp__<server>__<tool>``, cut to the API's limit."""
+    name = f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"
+    return name[:NAME_LIMIT]
+
+
+def merged(configured: Iterable[McpServerSpec], from_editor: Iterable[McpServerSpec]) -> list[McpServerSpec]:
+    """Both lists by name; the editor's server wins a name the config also uses."""
+    servers = {spec.name: spec for spec in configured}
+    servers.update((spec.name, spec) for spec in from_editor)
+    return list(servers.values())
+
+
+def parse_configured(raw: Mapping[str, Any]) -> tuple[list[McpServerSpec], list[str]]:
+    """The enabled servers of a config's ``mcp_servers`` and one problem line per entry that is unusable."""
+    specs: list[McpServerSpec] = []
+    problems: list[str] = []
+    for name, entry in raw.items():
+        try:
+            spec = _parse_entry(str(name), entry)
+        except ValueError as problem:
+            problems.append(f"mcp_servers.{name}: {problem}")
+            continue
+        if spec is not None:
+            specs.append(spec)
+    return specs, problems
+
+
+def _parse_entry(name: str, entry: Any) -> McpServerSpec | None:
+    if not re.search(r"[A-Za-z0-9]", name):
+        raise ValueError("a server needs a name with letters or digits")
+    if not isinstance(entry, Mapping):
+        raise ValueError("expected a mapping with `command` (stdio) or `url` (http/sse)")
+    if entry.get("enabled", True) is False:
+        return None
+    call_timeout = _seconds(entry, "timeout", DEFAULT_CALL_TIMEOUT)
+    connect_timeout = _seconds(entry, "connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+    if "command" in entry:
+        command = entry["command"]
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("`command` must be a non-empty string")
+        cwd = entry.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ValueError("`cwd` must be a string")
+        return McpServerSpec(name, "stdio", command=command, args=_strings(entry, "args"), env=_mapping(entry, "env"),
+                             cwd=cwd, call_timeout=call_timeout, connect_timeout=connect_timeout)
+    url = entry.get("url")
+    if not isinstance(url, str) or not re.match(r"https?://[^/\s]+", url):
+        raise ValueError("expected `command` (stdio) or an http(s) `url`")
+    transport = entry.get("transport", "http")
+    if transport not in ("http", "sse"):
+        raise ValueError(f"`transport` must be http or sse, not {transport!r}")
+    return McpServerSpec(name, transport, url=url, headers=_mapping(entry, "headers"), call_timeout=call_timeout,
+                         connect_timeout=connect_timeout)
+
+
+def _seconds(entry: Mapping[str, Any], key: str, default: float) -> float:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"`{key}` must be a positive number of seconds")
+    return float(value)
+
+
+def _strings(entry: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, (str, int, float)) for item in value):
+        raise ValueError(f"`{key}` must be a list of strings")
+    return tuple(str(item) for item in value)
+
+
+def _mapping(entry: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = entry.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ValueError(f"`{key}` must be a mapping of names to values")
+    return {str(name): str(item) for name, item in value.items()}
