@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Literal
 
 from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+
+PRIVATE_FILE_MODE = 0o600
 from memory.scan import first_threat, scan
 from memory.text import one_line
 
@@ -168,8 +170,8 @@ class MemoryStore:
             current = _read(path)
             plan = self._plan(action, target, parse_entries(current or ""), content, old_text)
             new_text = serialize_entries(plan.entries)
-            if plan.changed:
-                atomic_write_text(path, new_text)
+            if plan.changed:  # a new file is private: what the agent learns about you is nobody else's
+                atomic_write_text(path, new_text, mode=None if current is not None else PRIVATE_FILE_MODE)
                 log.info("%s %s: %s", action, path, plan.message)
         return MemoryUpdate(
             target=target,

@@ -20,7 +20,15 @@ import anyio
 from memory.fs import PathChanged
 from memory.scan import scan
 from tools.context import ToolContext, ToolScope
-from tools.contracts import Display, EditorRefused, Location, PermissionDenied, ToolCallUpdated, ToolKind
+from tools.contracts import (
+    Display,
+    EditorRefused,
+    Location,
+    PermissionDenied,
+    TextDisplay,
+    ToolCallUpdated,
+    ToolKind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +250,11 @@ class ToolRegistry:
         if not tool.access.mutates:
             await ctx.emit(ToolCallUpdated(call.id))
         result = await _run_handler(tool, call, ctx)
-        result.text = cap_text(_redacted(result.text, ctx.services.secrets))
+        secrets = ctx.services.secrets
+        result.text = cap_text(_redacted(result.text, secrets))
+        if secrets:  # what the editor shows (and the session stores) is redacted too
+            result.display = tuple(TextDisplay(_redacted(d.text, secrets), d.fence) if isinstance(d, TextDisplay)
+                                   else d for d in result.display)
         if not tool.trusted_output:
             result.text = await _flag_injection(call.name, result.text)
         return result

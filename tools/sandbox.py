@@ -209,6 +209,14 @@ class SessionSandbox:
             self._scratch = Path(tempfile.mkdtemp(prefix=f"acp-hermes-sandbox-{tag}-"))
         return self._scratch
 
+    def discard(self) -> None:
+        """Remove the private temp directory (the session ended); a later command would get a new one."""
+        if self._scratch is not None:
+            import shutil
+
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
     def describe(self) -> list[str]:
         """What the sandbox means for this session, one line each (``/sandbox``, ``doctor``)."""
         status = self.status

@@ -424,6 +424,8 @@ class Session:
         self.closed = True
         if self.mcp is not None:
             self.mcp.stop()
+        if self.tools.sandbox is not None:
+            self.tools.sandbox.discard()
         for scope in list(self._reviews):
             scope.cancel()
         self.cancel()

@@ -43,6 +43,15 @@ def test_add_writes_hermes_format(store: MemoryStore) -> None:
     assert not (store.memories_dir / "USER.md").exists()
 
 
+def test_a_new_memory_file_is_private_and_an_existing_one_keeps_its_mode(store: MemoryStore) -> None:
+    store.apply("add", "user", "Prefers tabs")
+    assert store.path("user").stat().st_mode & 0o777 == 0o600
+    store.path("memory").write_text("", encoding="utf-8")
+    store.path("memory").chmod(0o640)  # the user's choice for a file Hermes Agent shares
+    store.apply("add", "memory", "Uses pytest")
+    assert store.path("memory").stat().st_mode & 0o777 == 0o640
+
+
 def test_multiline_entries_round_trip(store: MemoryStore) -> None:
     store.apply("add", "user", content="Prefers:\n- short answers\n- British spelling")
     store.apply("add", "user", content="Works in Lisbon (UTC+0/+1).")

@@ -12,7 +12,7 @@ import pytest
 from memory.fs import PathChanged
 from tests.support.tools import make_context
 from tools.context import ToolContext
-from tools.contracts import EditorRefused, PermissionDenied, ToolServices
+from tools.contracts import DiffDisplay, EditorRefused, PermissionDenied, TextDisplay, ToolServices
 from tools.registry import MAX_RESULT_CHARS, Access, Tool, ToolCall, ToolError, ToolRegistry, ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -74,6 +74,13 @@ async def test_secrets_are_redacted_from_results_and_errors(tmp_path: Path) -> N
     failed = await dispatch(tool(raising(ToolError(f"bad key {SECRET}"))), tmp_path)
     assert SECRET not in shown.text and "api_key: [redacted" in shown.text
     assert SECRET not in failed.text and not failed.ok
+
+
+async def test_secrets_are_redacted_from_what_the_editor_shows(tmp_path: Path) -> None:
+    output = TextDisplay(f"$ env\nANTHROPIC_API_KEY={SECRET}\n", fence="")
+    diff = DiffDisplay("notes.md", None, "no secret here")
+    shown = await dispatch(tool(lambda args: ToolResult("ran", display=(output, diff))), tmp_path)
+    assert shown.display == (TextDisplay("$ env\nANTHROPIC_API_KEY=[redacted: secret]\n", fence=""), diff)
 
 
 async def test_injected_instructions_are_pointed_out_but_trusted_output_is_not_scanned(tmp_path: Path) -> None:

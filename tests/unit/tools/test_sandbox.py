@@ -154,3 +154,17 @@ def test_the_seatbelt_profile_allows_writes_only_where_it_should(layout: dict[st
     assert "(deny file-write*)" in text and f'(subpath "{layout["workspace"]}")' in text
     assert f'(deny file-read* (subpath "{layout["home"] / ".ssh"}"))' in text
     assert "(deny network*" in text and "(deny network*" not in seatbelt_profile(profile.with_network())
+
+
+def test_the_private_temp_dir_goes_with_the_session(tmp_path: Path) -> None:
+    sandbox = SessionSandbox(enabled=False, writable=(tmp_path,), hidden=(), network_allowed=False,
+                             session_id="s-1")
+    scratch = sandbox.scratch()
+    (scratch / "cache").mkdir()
+    (scratch / "cache" / "left.txt").write_text("x")
+    sandbox.discard()
+    assert not scratch.exists()
+    again = sandbox.scratch()
+    assert again != scratch and again.is_dir()
+    sandbox.discard()
+    sandbox.discard()  # twice: nothing left to remove
