@@ -35,6 +35,9 @@ async def test_local_commands_answer_without_the_model(tmp_path: Path, fake_anth
         assert "now `plan`" in await reply(agent, sid, "/mode plan")
         assert agent.updates(sid, "current_mode_update")[-1]["currentModeId"] == "plan"
         assert "now `high`" in await reply(agent, sid, "/thinking high")
+        assert "Model: `claude-sonnet-5-5`" in await reply(agent, sid, "/model")
+        assert "unknown model 'claude-nope'" in await reply(agent, sid, "/model claude-nope")
+        assert "No MCP servers in this session" in await reply(agent, sid, "/mcp")
         assert "mode: plan" in await reply(agent, sid, "/permissions")
         assert "“Release checklist”" in await reply(agent, sid, "/title Release checklist")
         assert agent.updates(sid, "session_info_update")[-1]["title"] == "Release checklist"
