@@ -28,30 +28,11 @@ Rows = list[tuple[object, ...]]
 
 
 @dataclass(frozen=True, slots=True)
-class HealthReport:
-    ok: bool
-    detail: str  # "ok", or what SQLite found wrong
-
-
-@dataclass(frozen=True, slots=True)
 class RepairReport:
     damaged_copy: Path  # where the old file now is
     sessions: int  # rows copied
     messages: int
     unreadable_rows: int  # rows (or ranges counted as one) that could not be read
-
-
-def check_health(path: Path) -> HealthReport:
-    """SQLite's own quick check of ``path`` (read-only; a missing file is healthy: it will be made)."""
-    if not path.exists():
-        return HealthReport(True, "not created yet")
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-            rows = conn.execute("PRAGMA quick_check").fetchall()
-    except sqlite3.DatabaseError as exc:
-        return HealthReport(False, str(exc))
-    problems = [str(row[0]) for row in rows if row[0] != "ok"]
-    return HealthReport(not problems, "ok" if not problems else "; ".join(problems[:5]))
 
 
 def repair(path: Path) -> RepairReport:

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Literal
 
 from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
-
-PRIVATE_FILE_MODE = 0o600
 from memory.scan import first_threat, scan
 from memory.text import one_line
 
 log = logging.getLogger(__name__)
+
+PRIVATE_FILE_MODE = 0o600
 
 Target = Literal["memory", "user"]
 Action = Literal["add", "replace", "remove"]

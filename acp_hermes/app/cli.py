@@ -1,11 +1,11 @@
-"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, demo."""
+"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, sessions, memory, skills, demo."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from acp_hermes import __version__
 
@@ -37,15 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
     commands = parser.add_subparsers(dest="command", metavar="command")
     commands.add_parser("serve", parents=[common], help="serve ACP over stdio (the default)")
-    commands.add_parser("setup", parents=[common],
-                        help="interactively save an API key, base URL and model to the config file")
+    setup = commands.add_parser("setup", parents=[common],
+                                help="interactively save an API key, base URL and model to the config file")
+    setup.add_argument("--no-check", action="store_true",
+                       help="save without checking the key against the endpoint (GET /v1/models)")
     doctor = commands.add_parser("doctor", parents=[common],
                                  help="show the effective configuration, where files live and what is wrong")
     doctor.add_argument("--repair", action="store_true",
                         help="move a damaged session database aside (kept) and start a fresh one from what it can read")
-    from acp_hermes.app.sessions import add_commands
+    from acp_hermes.app import memory_cli, sessions, skills_cli
 
-    add_commands(commands, common)
+    sessions.add_commands(commands, common)
+    memory_cli.add_commands(commands, common)
+    skills_cli.add_commands(commands, common)
     demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
     demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
@@ -57,15 +61,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    if not arguments:  # how editors start us: skip argparse, a few ms of start-up
-        return serve(None)
-    args = build_parser().parse_args(arguments)
+    try:
+        if not arguments:  # how editors start us: skip argparse, a few ms of start-up
+            return serve(None)
+        return _run(build_parser().parse_args(arguments))
+    except KeyboardInterrupt:  # Ctrl-C: the exit status says it all, a traceback would add nothing
+        return _interrupted()
+
+
+def _interrupted() -> NoReturn:
+    """Exit with status 130 once the ``finally`` blocks have run, without waiting for threads: one
+    blocked reading the terminal (the demo's permission prompt) would hold the process until Enter."""
+    import contextlib
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # a closed pipe has nothing left to say
+            stream.flush()
+    os._exit(130)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command in (None, "serve"):
         return serve(args.log_level)
+    _log_for_command(args.log_level, console=args.command != "demo")
     if args.command == "setup":
         from acp_hermes.app.setup import run_setup
 
-        return run_setup()
+        return run_setup(check=not args.no_check)
     if args.command == "doctor":
         from acp_hermes.app.doctor import run_doctor
 
@@ -74,10 +98,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_hermes.app.sessions import run_sessions
 
         return run_sessions(args)
+    if args.command == "memory":
+        from acp_hermes.app.memory_cli import run_memory
+
+        return run_memory(args)
+    if args.command == "skills":
+        from acp_hermes.app.skills_cli import run_skills
+
+        return run_skills(args)
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
                     log_level=args.log_level)
+
+
+def _log_for_command(level: str | None, *, console: bool) -> None:
+    """A command logs (and routes Python warnings) to the log file; to stderr too when --log-level asks.
+
+    The demo's server, not the demo, writes to the terminal at the level asked for.
+    """
+    from acp_hermes.app.logs import configure_logging
+    from acp_hermes.config import paths_from_env
+
+    configure_logging(paths_from_env(), level or "INFO", console=console and level is not None)
 
 
 def serve(log_level: str | None) -> int:

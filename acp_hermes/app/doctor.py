@@ -6,9 +6,11 @@ import os
 import shutil
 import sqlite3
 import sys
+from collections import Counter
 from pathlib import Path
 
 from acp_hermes import __version__
+from acp_hermes.app.progress import progress
 from acp_hermes.app.setup import mask
 from acp_hermes.config import (
     ENV_API_KEY,
@@ -16,6 +18,7 @@ from acp_hermes.config import (
     ENV_HOME,
     ENV_MODEL,
     ConfigError,
+    Paths,
     Settings,
     load_settings,
     paths_from_env,
@@ -43,23 +46,137 @@ def _grants(path: Path) -> list[str]:
 
 
 def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
-    """Check the SessionDB; with ``repair_it``, rebuild a damaged one from what can be read."""
-    from memory.repair import check_health, repair
+    """Check the SessionDB (every page, then its search index); with ``repair_it``, mend what is damaged."""
+    from acp_hermes.app.db_check import integrity, search_indexes
 
-    health = check_health(path)
-    state = ("healthy" if health.detail == "ok" else health.detail) if health.ok else f"DAMAGED: {health.detail}"
-    print(f"  session database: {state} ({path})")
-    if health.ok:
+    if not path.exists():
+        print(f"  session database: not created yet ({path})")
+        if repair_it:
+            print("  nothing to repair")
+        return
+    with progress("checking the session database"):
+        found = integrity(path)
+    if found != "ok":
+        print(f"  session database: DAMAGED: {found} ({path})")
+        _repair_database(path, repair_it, problems)
+        return
+    print(f"  session database: healthy, integrity check passed ({path})")
+    with progress("checking the search index"):
+        indexes = search_indexes(path)
+    damaged = [index for index in indexes if index.state == "damaged"]
+    for index in indexes:
+        detail = f" ({index.detail})" if index.detail else ""
+        print(f"  search index, {index.role}: {_INDEX_STATES[index.state]}{detail}")
+    if not damaged:
         if repair_it:
             print("  nothing to repair")
         return
     if not repair_it:
+        problems.append("the search index of the session database is out of step with its messages: "
+                        "run `acp-hermes doctor --repair`")
+        return
+    from acp_hermes.app.db_check import rebuild
+
+    for index in damaged:
+        with progress(f"rebuilding the {index.role} index"):
+            rebuild(path, index.table)
+        print(f"  rebuilt the {index.role} index from the stored messages")
+
+
+_INDEX_STATES = {
+    "ok": "working, in step with the messages",
+    "missing": "not built yet (the next session builds it)",
+    "unusable": "unusable with this SQLite",
+    "damaged": "OUT OF STEP with the messages",
+    "busy": "not checked: a server is writing to the database",
+}
+
+
+def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
+    if not repair_it:
         problems.append(f"the session database {path} is damaged: run `acp-hermes doctor --repair`")
         return
-    report = repair(path)
+    from memory.repair import repair
+
+    with progress("repairing the session database"):
+        report = repair(path)
     print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
     print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s); "
           f"{report.unreadable_rows:,} row(s) could not be read")
+
+
+def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
+    from acp_hermes.app.memory_cli import inspect_memory, memory_store
+    from memory.store import FILE_NAMES
+
+    for item in inspect_memory(memory_store(paths, settings)):
+        print(f"  {FILE_NAMES[item.target]:<10} {item.state()}")
+        problems.extend(item.warnings())
+        if item.error:
+            problems.append(f"{item.path} cannot be read: {item.error}")
+
+
+def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
+    from acp_hermes.app.skills_cli import broken_skills, skill_store, source_of
+    from memory.skills import SkillError
+
+    cwd = Path.cwd()
+    store = skill_store(paths, settings, cwd)
+    try:
+        skills = store.skills()
+        broken = broken_skills(store)
+    except (OSError, SkillError) as exc:
+        problems.append(f"the skills cannot be loaded: {exc}")
+        return
+    sources = Counter(source_of(info, store, cwd) for info in skills)
+    counts = ", ".join(f"{source}: {count}" for source, count in sorted(sources.items()))
+    print(f"  {len(skills)} skill{'' if len(skills) == 1 else 's'} for {cwd}{f' ({counts})' if counts else ''}")
+    for skill in broken:
+        if skill.listed:
+            print(f"  note: {skill.name} loads, but a write would refuse it: {skill.reason}")
+        else:
+            print(f"  NOT LOADED: {skill.name}: {skill.reason}")
+            problems.append(f"skill {skill.name} is not loaded ({skill.skill_file}): {skill.reason}")
+
+
+def _mcp_servers(settings: Settings, problems: list[str]) -> None:
+    """The configured MCP servers as sessions will see them (not started: doctor stays quick)."""
+    from tools.mcp.specs import parse_configured
+
+    specs, issues = parse_configured(settings.mcp_servers)
+    if not specs and not issues:
+        print("  none in the config (editors may pass their own to each session)")
+    for spec in specs:
+        state = "remote"
+        if spec.transport == "stdio":
+            found = shutil.which(spec.command) or (Path(spec.command).expanduser().is_file() and spec.command)
+            state = f"command found: {found}" if found else "command not found"
+            if not found:
+                problems.append(f"MCP server {spec.name}: command {spec.command!r} not found")
+        print(f"  {spec.name}: {spec.transport}, {spec.target} ({state})")
+    for issue in issues:
+        print(f"  {issue}")
+    problems.extend(issues)
+
+
+def _editors(problems: list[str]) -> None:
+    from acp_hermes.app.editor_check import check_editor_configs
+
+    configs = check_editor_configs()
+    if not configs:
+        print("  no Zed or JetBrains configuration found")
+    for config in configs:
+        where = f"{config.editor} ({config.path})"
+        if config.problem:
+            print(f"  {where}: {config.problem}")
+            problems.append(f"{where}: {config.problem}")
+            continue
+        if not config.entries:
+            print(f"  {where}: no agent server runs acp-hermes")
+        for entry in config.entries:
+            print(f"  {where}: agent “{entry.name}” runs {entry.command}: {entry.problem or 'found'}")
+            if entry.problem:
+                problems.append(f"{where}, agent “{entry.name}”: {entry.problem}")
 
 
 def _sandbox_status(settings: Settings | None) -> str:
@@ -102,6 +219,8 @@ def run_doctor(*, repair: bool = False) -> int:
         for name, value in settings.model_dump(mode="json").items():
             if name == "api_key":
                 value = mask(settings.api_key.get_secret_value()) if settings.api_key else "(not set)"
+            elif name == "mcp_servers":  # their env and headers hold tokens: names only (see MCP servers)
+                value = ", ".join(value) or "(none)"
             print(f"  {name:<23} {human(value)}")
         if not settings.has_api_key:
             problems.append(f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`")
@@ -124,6 +243,16 @@ def run_doctor(*, repair: bool = False) -> int:
     files = find_context_files(Path.cwd())
     print(f"  context files for {Path.cwd()}: {', '.join(f.label for f in files) or '(none)'}")
 
+    effective = settings or Settings()  # the checks below still work with the defaults
+    print("\nMemory")
+    _memory_files(paths, effective, problems)
+    print("\nSkills")
+    _skills(paths, effective, problems)
+    print("\nMCP servers")
+    _mcp_servers(effective, problems)
+    print("\nEditors")
+    _editors(problems)
+
     print("\nProblems" if problems else "\nNo problems found.")
     for problem in problems:
         print(f"  - {problem}")
@@ -136,8 +265,17 @@ def human(value: object) -> str:
         return "(not set)"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     if isinstance(value, list):
         return ", ".join(human(item) for item in value) if value else "(none)"
     if isinstance(value, dict):
-        return ", ".join(f"{key}: {human(item)}" for key, item in value.items()) if value else "(none)"
+        return ", ".join(f"{key}: {_nested(item)}" for key, item in value.items()) if value else "(none)"
     return str(value)
+
+
+def _nested(value: object) -> str:
+    """A mapping inside a mapping (a model's prices) in braces, leaving out what is not set."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}: {human(item)}" for key, item in value.items() if item is not None) + "}"
+    return human(value)

@@ -13,6 +13,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from acp_hermes.app.progress import progress
 from acp_hermes.config import paths_from_env
 
 if TYPE_CHECKING:
@@ -23,18 +24,18 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     """The `sessions` command and its subcommands (``commands`` is the top-level subparsers object)."""
     sessions = commands.add_parser("sessions", parents=[common], help="list, show, search, export or delete sessions")
     actions = sessions.add_subparsers(dest="action", metavar="action", required=True)
-    listing = actions.add_parser("list", help="sessions, newest activity first")
+    listing = actions.add_parser("list", parents=[common], help="sessions, newest activity first")
     listing.add_argument("--cwd", help="only sessions of this workspace")
     listing.add_argument("--limit", type=int, default=20)
-    show = actions.add_parser("show", help="one session as Markdown")
+    show = actions.add_parser("show", parents=[common], help="one session as Markdown")
     show.add_argument("session_id")
-    search = actions.add_parser("search", help="sessions that mention some words")
+    search = actions.add_parser("search", parents=[common], help="sessions that mention some words")
     search.add_argument("words", nargs="+")
-    export = actions.add_parser("export", help="one session as Markdown or JSONL")
+    export = actions.add_parser("export", parents=[common], help="one session as Markdown or JSONL")
     export.add_argument("session_id")
     export.add_argument("--format", choices=("md", "jsonl"), default="md")
     export.add_argument("--output", help="file to write (default: standard output)")
-    delete = actions.add_parser("delete", help="delete a session and everything stored with it")
+    delete = actions.add_parser("delete", parents=[common], help="delete a session and everything stored with it")
     delete.add_argument("session_id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for parser in (listing, show, search, export, delete):
@@ -76,7 +77,8 @@ def _rows(db: SessionDB, session_id: str) -> tuple[SessionRecord, list[MessageRe
     if record is None:
         print(f"acp-hermes: no session {session_id!r} (see `acp-hermes sessions list`)", file=sys.stderr)
         return None
-    return record, db.conversation(session_id)
+    with progress(f"reading {record.message_count:,} messages"):
+        return record, db.conversation(session_id)
 
 
 def _show(db: SessionDB, args: argparse.Namespace) -> int:
@@ -123,12 +125,13 @@ def _export(db: SessionDB, args: argparse.Namespace) -> int:
     if found is None:
         return 1
     record, rows = found
-    if args.format == "jsonl":
-        text = "".join(json.dumps({"session": record.id, **_row(row)}) + "\n" for row in rows)
-    else:
-        from acp_hermes.core.export import conversation_markdown
+    with progress(f"exporting {len(rows):,} messages"):
+        if args.format == "jsonl":
+            text = "".join(json.dumps({"session": record.id, **_row(row)}) + "\n" for row in rows)
+        else:
+            from acp_hermes.core.export import conversation_markdown
 
-        text = conversation_markdown(record.title, record.id, rows)
+            text = conversation_markdown(record.title, record.id, rows)
     if not args.output:
         print(text, end="")
         return 0

@@ -1,6 +1,9 @@
 """``acp-hermes setup``: ask for an API key, base URL and model; write them to the config file.
 
-Run by hand or by an editor's terminal-auth flow. The file holds a secret, so it is written
+Run by hand or by an editor's terminal-auth flow. What it saves is checked first: the base URL
+must be an http(s) URL with a host, and one ``GET /v1/models`` with the key shows that the
+endpoint answers and accepts the key (``--no-check`` skips that, for an endpoint that cannot be
+reached from here or does not list models). The file holds a secret, so it is written
 atomically with 0600 permissions; other keys already in it are kept.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 import getpass
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -32,7 +36,45 @@ def _ask(question: str, *, secret: bool = False) -> str:
     return line.strip()
 
 
-def run_setup() -> int:
+CHECK_TIMEOUT = 20.0  # seconds for the one check request
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a base URL, or None."""
+    try:
+        parts = urlsplit(url)
+        host, _port = parts.hostname, parts.port  # the port raises when it is not a number
+    except ValueError as exc:
+        return f"{url!r} is not a URL ({exc})"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"{url!r} is not an http:// or https:// URL with a host, such as {DEFAULT_BASE_URL}"
+    return None
+
+
+async def access_problem(settings: Settings) -> str | None:
+    """Why the endpoint refuses or cannot be reached with the settings' key (one GET /v1/models), or None."""
+    from acp_hermes.model.provider import AnthropicProvider, describe_failure
+
+    provider = AnthropicProvider(settings.model_copy(update={"request_timeout": CHECK_TIMEOUT}))
+    where = settings.base_url or DEFAULT_BASE_URL
+    try:
+        await provider.check_access()
+    except Exception as error:
+        status = getattr(error, "status_code", None)
+        if status == 401:
+            return f"{where} rejected the API key (401 Unauthorized)."
+        if status == 403:
+            return f"{where} refused access with this key (403 Forbidden)."
+        if status == 404:
+            return f"{where} has no /v1/models (404): is the base URL right?"
+        return describe_failure(error)
+    finally:
+        await provider.aclose()
+    return None
+
+
+def run_setup(*, check: bool = True) -> int:
     paths = paths_from_env()
     try:
         current: dict[str, Any] = read_config_file(paths.config_file)
@@ -47,7 +89,13 @@ def run_setup() -> int:
         print("No API key given; nothing written.", file=sys.stderr)
         return 1
     url_now = current.get("base_url") or ""
-    base_url = _ask(f"Base URL [{url_now or 'https://api.anthropic.com'}]: ") or url_now
+    base_url = _ask(f"Base URL [{url_now or DEFAULT_BASE_URL}]: ") or url_now
+    while base_url and (problem := url_problem(base_url)):
+        print(f"Not a base URL: {problem}", file=sys.stderr)
+        if not sys.stdin.isatty():
+            print("Nothing written.", file=sys.stderr)
+            return 1
+        base_url = _ask(f"Base URL [{url_now or DEFAULT_BASE_URL}]: ") or url_now
     model_now = current.get("model") or DEFAULT_MODEL
     model = _ask(f"Model [{model_now}]: ") or model_now
     updated = {**current, "api_key": key, "model": model}
@@ -56,12 +104,30 @@ def run_setup() -> int:
     else:
         updated.pop("base_url", None)
     try:
-        Settings.model_validate(updated)
+        settings = Settings.model_validate(updated)
     except ValidationError as exc:
         print(f"Not saved: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return 1
+    if check and not _passes_check(settings):
         return 1
     import yaml
 
     atomic_write_text(paths.config_file, yaml.safe_dump(updated, sort_keys=False), mode=0o600)
     print(f"Saved to {paths.config_file} (permissions 0600). Model: {model}.")
     return 0
+
+
+def _passes_check(settings: Settings) -> bool:
+    """Whether to save: the check passed, or the user, told why it failed, wants it saved anyway."""
+    import anyio
+
+    print(f"Checking the key with {settings.base_url or DEFAULT_BASE_URL} …", flush=True)
+    problem = anyio.run(access_problem, settings)
+    if problem is None:
+        print("The key works.")
+        return True
+    print(f"Check failed: {problem}", file=sys.stderr)
+    if sys.stdin.isatty() and _ask("Save anyway? [y/N] ").lower() in ("y", "yes"):
+        return True
+    print("Nothing written. Run `acp-hermes setup --no-check` to save without the check.", file=sys.stderr)
+    return False

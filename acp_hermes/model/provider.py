@@ -244,6 +244,11 @@ class AnthropicProvider:
                 )
             return self._client
 
+    async def check_access(self) -> None:
+        """One cheap authenticated request (``GET /v1/models``, a single entry): raises the SDK's error
+        when the endpoint refuses the key or cannot be reached (``acp-hermes setup`` checks a key)."""
+        await self._get_client().models.list(limit=1)
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.close()

@@ -7,6 +7,7 @@ with no Anthropic credentials from the test runner's environment.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -79,6 +80,23 @@ async def test_log_level_flag_wins_and_logs_land_in_the_log_file(
 
 
 @pytest.mark.anyio
+async def test_python_warnings_go_to_the_log_file_not_the_terminal(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """The anthropic SDK warns about a deprecated model on every request: the log keeps it, stderr stays clean."""
+    fake_anthropic.script(text_reply("Still answering."))
+    fake_anthropic.script_auxiliary(text_reply("Old model"))
+    async with running_agent(tmp_path, fake_anthropic, env={"HERMES_MODEL": "claude-sonnet-4-5"}) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "hello") == "end_turn"
+    logged = (tmp_path / "hermes-home" / "acp-hermes" / "logs" / "acp-hermes.log").read_text(encoding="utf-8")
+    assert "WARNING py.warnings" in logged and "'claude-sonnet-4-5' is deprecated" in logged
+    stderr = "".join(path.read_text(encoding="utf-8") for path in tmp_path.glob("agent-stderr-*.log"))
+    assert "serving ACP on stdio" in stderr  # the harness did capture the server's stderr
+    assert "deprecated" not in stderr and "Warning" not in stderr
+
+
+@pytest.mark.anyio
 async def test_setup_saves_a_key_that_authenticates_the_running_server(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
@@ -86,6 +104,7 @@ async def test_setup_saves_a_key_that_authenticates_the_running_server(
     config = write_config(home, "max_iterations: 7\nmodels: [claude-opus-5-5]\n")
     fake_anthropic.script(text_reply("Configured by setup."))
     fake_anthropic.script_auxiliary(text_reply("A title"))
+    fake_anthropic.api_key = SETUP_KEY  # the key setup checks with GET /v1/models
     async with running_agent(tmp_path, None, home=home) as agent:  # no ANTHROPIC_* in its environment
         with pytest.raises(RequestError) as no_key:
             await agent.new_session()
@@ -111,7 +130,8 @@ async def test_setup_saves_a_key_that_authenticates_the_running_server(
     assert saved["base_url"] == fake_anthropic.base_url
     assert saved["model"] == "claude-opus-5-5"
     assert saved["max_iterations"] == 7 and saved["models"] == ["claude-opus-5-5"]  # other keys kept
-    request = fake_anthropic.server.requests[0]
+    check, request = fake_anthropic.server.requests[:2]
+    assert (check.method, check.path.partition("?")[0]) == ("GET", "/v1/models")  # setup's one check
     sent_key = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
     assert sent_key == SETUP_KEY
     assert request.body["model"] == "claude-opus-5-5"
@@ -166,3 +186,6 @@ def test_offline_demo_runs_end_to_end_without_a_key(tmp_path: Path, flags: tuple
     assert "? permission:" in output and approval in output
     assert "all tests passed" in output
     assert "turn ended: end_turn" in output
+    assert "context: " in output and not re.search(r"\$\d", output)  # the free scripted model costs nothing
+    assert output.count("[ ] Run the tests") == 1 and "Plan (0/3 done)" not in output  # the plan shown once,
+    assert "plan: [x] Run the tests" in output  # then only the steps that changed

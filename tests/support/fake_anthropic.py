@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
+import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
 import pytest
@@ -29,6 +31,7 @@ from acp_hermes.testing.scripted_model import (
     HttpError,
     MessageReply,
     ModelRequest,
+    RawBody,
     Reply,
     ScriptedModelServer,
     StopReason,
@@ -106,6 +109,40 @@ class PrefixCache:
 
 
 # ----------------------------------------------------------------------------------------------------
+# GET /v1/models
+
+MODELS_PATH = "/v1/models"
+LISTED_MODELS = ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5")
+
+
+class _ServerWithModels(ScriptedModelServer):
+    """The scripted Messages API plus ``GET /v1/models``, which checks ``x-api-key`` as the real API does."""
+
+    def __init__(self, responder: Callable[[ModelRequest], Reply], accepted_key: Callable[[], str]) -> None:
+        super().__init__(responder)
+        self._key = accepted_key
+
+    def _reply_for(self, request: ModelRequest, body_error: str | None) -> Reply:
+        if request.method == "GET" and urlsplit(request.path).path == MODELS_PATH:
+            return models_reply(request, self._key())
+        return super()._reply_for(request, body_error)
+
+
+def models_reply(request: ModelRequest, accepted_key: str) -> Reply:
+    """The model list (``limit`` honoured), or the API's 401 for a missing or wrong key (sent as
+    ``x-api-key`` or, as newer SDKs do, ``Authorization: Bearer``)."""
+    sent = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    if sent != accepted_key:
+        return HttpError(401, "invalid x-api-key", error_type="authentication_error")
+    limit = int(parse_qs(urlsplit(request.path).query).get("limit", ["20"])[0])
+    listed = [{"type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z"}
+              for model in LISTED_MODELS[:limit]]
+    page = {"data": listed, "has_more": limit < len(LISTED_MODELS),
+            "first_id": listed[0]["id"] if listed else None, "last_id": listed[-1]["id"] if listed else None}
+    return RawBody(json.dumps(page).encode(), "application/json")
+
+
+# ----------------------------------------------------------------------------------------------------
 # The fake
 
 
@@ -117,7 +154,8 @@ class FakeAnthropic:
         self._script: deque[ScriptItem] = deque()
         self._auxiliary: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
-        self.server = ScriptedModelServer(self._respond)
+        self.api_key = FAKE_API_KEY  # the one key GET /v1/models accepts
+        self.server = _ServerWithModels(self._respond, lambda: self.api_key)
 
     def start(self) -> FakeAnthropic:
         self.server.start()

@@ -216,7 +216,7 @@ _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes"
 _ALLOWED = {
     "tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
     "tools.search": {"anyio.open_process", "anyio.run_process"},
-    "tools.sandbox": {"subprocess.run"},
+    "tools.sandbox": {"subprocess.run", "shutil.rmtree"},  # bubblewrap probe; its own temp dir
 }
 
 

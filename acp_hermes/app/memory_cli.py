@@ -1,0 +1,206 @@
+"""`acp-hermes memory show|edit`: MEMORY.md and USER.md, the memory every session starts with.
+
+The files are Hermes Agent's (``$HERMES_HOME/memories``): entries separated by a line holding only
+``§``, each file under a character limit. ``edit`` works on a private copy and saves it under the
+store's lock, so an entry the agent writes meanwhile is never overwritten unseen; what was saved is
+scanned the way the prompt builder scans it, and an entry the agent will not be shown is named.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acp_hermes.app.local_settings import settings_or_defaults
+from acp_hermes.config import Paths, Settings, paths_from_env
+from memory.scan import Finding, scan
+from memory.store import (
+    FILE_NAMES,
+    TARGETS,
+    MemoryStore,
+    Target,
+    parse_entries,
+    serialize_entries,
+    usage_text,
+)
+
+ROLES = {"memory": "the agent's notes", "user": "what the agent knows about you"}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFile:
+    """One memory file as the next session will load it."""
+
+    target: Target
+    path: Path
+    exists: bool
+    entries: list[str]
+    limit: int
+    findings: list[tuple[int, Finding]]  # (entry number from 1, what matched): hidden from the agent
+    error: str | None = None  # why it cannot be read
+
+    @property
+    def used(self) -> int:
+        return len(serialize_entries(self.entries))
+
+    @property
+    def over_limit(self) -> bool:
+        return self.used > self.limit
+
+    def state(self) -> str:
+        """Existence and size in a few words."""
+        if self.error:
+            return f"cannot be read: {self.error}"
+        if not self.exists:
+            return "not created yet"
+        count = len(self.entries)
+        return f"{usage_text(self.used, self.limit)}, {count} entr{'y' if count == 1 else 'ies'}"
+
+    def warnings(self) -> list[str]:
+        """What keeps the agent from using this file as written, one sentence each."""
+        name = FILE_NAMES[self.target]
+        notes = [
+            f"{name} entry {number} matches the threat pattern '{finding.pattern_id}' ({finding.excerpt!r}): "
+            f"the agent is not shown it. Change or remove it with `acp-hermes memory edit {self.target}`."
+            for number, finding in self.findings
+        ]
+        if self.over_limit:
+            notes.append(f"{name} holds {self.used:,} characters, over its limit of {self.limit:,}: the agent cannot "
+                         f"add to it until it is shorter (`acp-hermes memory edit {self.target}`).")
+        return notes
+
+
+def memory_store(paths: Paths, settings: Settings) -> MemoryStore:
+    return MemoryStore(paths.memories, settings.memory_char_limit, settings.user_char_limit)
+
+
+def inspect_memory(store: MemoryStore) -> list[MemoryFile]:
+    """Both files, read and scanned (strict, as the system prompt's snapshot does)."""
+    return [_inspect(store, target) for target in TARGETS]
+
+
+def _inspect(store: MemoryStore, target: Target) -> MemoryFile:
+    path, limit = store.path(target), store.limit(target)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return MemoryFile(target, path, False, [], limit, [])
+    except OSError as exc:
+        return MemoryFile(target, path, path.exists(), [], limit, [], exc.strerror or str(exc))
+    entries = parse_entries(text)
+    findings = [(number, found) for number, entry in enumerate(entries, 1) for found in scan(entry, "strict")]
+    return MemoryFile(target, path, True, entries, limit, findings)
+
+
+def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """The `memory` command and its subcommands (``commands`` is the top-level subparsers object)."""
+    memory = commands.add_parser("memory", parents=[common], help="show or edit MEMORY.md and USER.md")
+    actions = memory.add_subparsers(dest="action", metavar="action", required=True)
+    show = actions.add_parser("show", parents=[common], help="both files, with their size against the limits")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    edit = actions.add_parser("edit", parents=[common], help="open one of them in $VISUAL or $EDITOR")
+    edit.add_argument("target", choices=TARGETS,
+                      help="memory: MEMORY.md, the agent's notes; user: USER.md, what it knows about you")
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    paths = paths_from_env()
+    store = memory_store(paths, settings_or_defaults(paths))
+    if args.action == "show":
+        return _show(store, args.json)
+    return _edit(store, args.target)
+
+
+def _show(store: MemoryStore, as_json: bool) -> int:
+    files = inspect_memory(store)
+    if as_json:
+        print(json.dumps({item.target: _as_json(item) for item in files}, indent=2, ensure_ascii=False))
+        return 0
+    for number, item in enumerate(files):
+        if number:
+            print()
+        print(f"{FILE_NAMES[item.target]} ({ROLES[item.target]}): {item.state()}")
+        print(f"  {item.path}")
+        if item.entries:
+            print()
+            print("\n".join(f"    {line}" if line else "" for line in serialize_entries(item.entries).splitlines()))
+        for warning in item.warnings():
+            print(f"  ! {warning}")
+    return 0
+
+
+def _as_json(item: MemoryFile) -> dict[str, Any]:
+    return {
+        "file": str(item.path), "exists": item.exists, "used": item.used, "limit": item.limit,
+        "entries": item.entries, "error": item.error,
+        "findings": [{"entry": number, "pattern": found.pattern_id, "excerpt": found.excerpt}
+                     for number, found in item.findings],
+    }
+
+
+def _edit(store: MemoryStore, target: Target) -> int:
+    try:
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "")
+    except ValueError:  # unbalanced quotes: no command to run
+        editor = []
+    if not editor:
+        files = "\n".join(f"  {store.path(name)}" for name in TARGETS)
+        print(f"acp-hermes: no editor set ($VISUAL or $EDITOR). The memory files are:\n{files}", file=sys.stderr)
+        return 1
+    scratch = Path(tempfile.mkdtemp(prefix="acp-hermes-memory-"))  # 0700: the copy is as private as the file
+    draft = scratch / FILE_NAMES[target]
+    status = _edit_copy(store, target, editor, draft)
+    if status != _KEPT:
+        shutil.rmtree(scratch)
+    return 1 if status == _KEPT else status
+
+
+_KEPT = -1  # the file changed meanwhile: the draft is kept for the user
+
+
+def _edit_copy(store: MemoryStore, target: Target, editor: list[str], draft: Path) -> int:
+    """Let the user edit ``draft``, a copy of the file, then save it if nobody wrote the file meanwhile."""
+    from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+
+    path = store.path(target)
+    original = _text_of(path)
+    draft.write_text(original or "", encoding="utf-8")
+    try:
+        status = subprocess.call([*editor, str(draft)])
+    except OSError as exc:
+        print(f"acp-hermes: cannot start the editor {editor[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    if status != 0:
+        print(f"acp-hermes: the editor exited with status {status}; {path.name} is unchanged.", file=sys.stderr)
+        return 1
+    edited = parse_entries(draft.read_text(encoding="utf-8", errors="replace"))
+    if edited == parse_entries(original or ""):
+        print(f"No changes to {path}.")
+        return 0
+    with exclusive_lock(lock_path_for(path)):
+        if _text_of(path) != original:
+            print(f"acp-hermes: {path} changed while you were editing (a session wrote to it). Nothing was "
+                  f"saved; your version is in {draft}.", file=sys.stderr)
+            return _KEPT
+        atomic_write_text(path, serialize_entries(edited))
+    saved = _inspect(store, target)
+    print(f"Saved {path}: {saved.state()}.")
+    for warning in saved.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _text_of(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
