@@ -51,7 +51,7 @@ _SDK_CLIENT_CALLS = {
     "fs/read_text_file": "ReadTextFileRequest", "fs/write_text_file": "WriteTextFileRequest",
     "terminal/create": "CreateTerminalRequest", "terminal/output": "TerminalOutputRequest",
     "terminal/wait_for_exit": "WaitForTerminalExitRequest", "terminal/kill": "KillTerminalRequest",
-    "terminal/release": "ReleaseTerminalRequest",
+    "terminal/release": "ReleaseTerminalRequest", "elicitation/create": "CreateElicitationRequest",
 }
 
 
