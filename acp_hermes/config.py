@@ -11,13 +11,13 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from acp_hermes.permissions.modes import Mode
+from memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message names the file and the key."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Paths:
     """Where every file lives, derived from ``HERMES_HOME``."""
 

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+from memory.values import value
 
 log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600  # which commands a user trusts where is nobody else's business
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ProjectGrants:
     """The command keys a project always allows or always rejects."""
 

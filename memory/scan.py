@@ -30,8 +30,9 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Literal
+
+from memory.values import value
 
 Scope = Literal["all", "context", "strict"]
 
@@ -41,7 +42,7 @@ EXCERPT_CHARS = 80
 _LEVEL: dict[str, int] = {"all": 0, "context": 1, "strict": 2}
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Finding:
     """One threat found: which pattern, and the (normalised) text that matched it."""
 
@@ -49,7 +50,7 @@ class Finding:
     excerpt: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Pattern:
     pattern_id: str
     level: int

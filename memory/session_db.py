@@ -48,6 +48,7 @@ from memory.session_schema import (
     search_out_of_step,
     sync_search_index,
 )
+from memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +217,7 @@ class MessageRecord:
     display: Any
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SearchHit:
     """One matching message with its snippet (matches wrapped in SNIPPET_OPEN/SNIPPET_CLOSE)."""
 

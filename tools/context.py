@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import anyio
 
+from memory.values import value
 from tools.contracts import (
     Answer,
     CommandObserver,
@@ -47,7 +48,7 @@ T = TypeVar("T")
 ReadPurpose = Literal["file", "directory", "edit"]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CommandPermit:
     """How an allowed command may run: inside the session's sandbox (with or without network) or not."""
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from memory.values import value
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -29,7 +31,7 @@ PlanPriority = Literal["high", "medium", "low"]
 # --- what the user sees of a call ------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Location:
     """A place in a file the editor can follow along to (absolute path, 1-based line)."""
 
@@ -37,7 +39,7 @@ class Location:
     line: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TextDisplay:
     """Text shown in a tool call. ``fence`` None means Markdown; a string means a fenced block
     with that info string (``""`` for plain text), so output is never rendered as Markdown."""
@@ -46,7 +48,7 @@ class TextDisplay:
     fence: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class DiffDisplay:
     """A whole-file change: ``old_text`` None means a new file."""
 
@@ -55,7 +57,7 @@ class DiffDisplay:
     new_text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TerminalDisplay:
     """A live terminal owned by the client."""
 
@@ -65,7 +67,7 @@ class TerminalDisplay:
 Display = TextDisplay | DiffDisplay | TerminalDisplay
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PlanEntry:
     content: str
     status: PlanStatus = "pending"
@@ -75,7 +77,7 @@ class PlanEntry:
 # --- what a running call reports ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallUpdated:
     """Progress on a running call. ``None`` fields are unchanged; collections replace."""
 
@@ -86,7 +88,7 @@ class ToolCallUpdated:
     title: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PlanUpdated:
     """The session's whole plan, as it stands now."""
 
@@ -103,7 +105,7 @@ class ToolEventSink(Protocol):
 # --- the I/O a tool may do ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FileChange:
     """A whole-file change a tool wants to make; ``new_text`` None deletes the file."""
 
@@ -133,7 +135,7 @@ class CommandRequest:
     confinement: Confinement | None = None  # run inside this sandbox (set by the tool context, not tools)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CommandOutcome:
     output: str
     exit_code: int | None
@@ -182,7 +184,7 @@ class Editor(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Question:
     """A question for the user, asked by tool call ``call_id``; ``choices`` are suggested answers."""
 
@@ -191,7 +193,7 @@ class Question:
     choices: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Answer:
     """What the user did with a question: answered it (``text``), declined it, or dismissed it."""
 

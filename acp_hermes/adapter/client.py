@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import Event
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
 from memory.fs import check_unchanged
+from memory.values import value
 from tools.contracts import Answer, CommandObserver, CommandOutcome, CommandRequest, EditorRefused, Question
 from tools.local_io import LocalEditor
 
@@ -104,7 +104,7 @@ class PermissionRequests:
         return CANCELLED
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ClientAbilities:
     """What the client said it can do in ``initialize``."""
 

@@ -9,7 +9,6 @@ An unknown ``/word`` is not a command: it goes to the model as ordinary text.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import anyio
@@ -20,19 +19,20 @@ from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
 from memory.text import one_line
+from memory.values import value
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CommandReply:
     text: str
     changed_option: str | None = None  # the id of the session option the command changed
     turn: tuple[PromptPart, ...] | None = None  # run this as a model turn instead of showing ``text``
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MenuEntry:
     """One entry of the editor's ``/`` menu: a command, or a skill run as one."""
 
@@ -41,7 +41,7 @@ class MenuEntry:
     hint: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SlashCommand:
     name: str
     description: str

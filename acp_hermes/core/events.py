@@ -8,27 +8,27 @@ demo can consume them directly. Tools report through the subset in ``tools.contr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from memory.values import value
 from tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
 
 FinalStatus = Literal["completed", "failed"]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AgentText:
     message_id: str
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AgentThought:
     message_id: str
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallStarted:
     """The model produced a tool call; it is pending until it runs or is refused."""
 
@@ -40,7 +40,7 @@ class ToolCallStarted:
     locations: tuple[Location, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCallFinished:
     """Every started call ends with exactly one of these, whatever happened."""
 
@@ -51,7 +51,7 @@ class ToolCallFinished:
     raw_output: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UsageReported:
     """Tokens in context against the model's window, and the session's cost so far."""
 
@@ -60,7 +60,7 @@ class UsageReported:
     cost_usd: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TitleChanged:
     title: str
     updated_at: str | None = None

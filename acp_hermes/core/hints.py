@@ -14,8 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_hermes.core.system_prompt import load_context_text
-
 log = logging.getLogger(__name__)
 
 HINT_FILENAMES = ("AGENTS.md", "agents.md", "CLAUDE.md", "claude.md", ".cursorrules")
@@ -70,6 +68,8 @@ class SubdirectoryHintTracker:
         return found[::-1]
 
     def _hint_for(self, directory: Path) -> str:
+        from acp_hermes.core.system_prompt import load_context_text  # with the first hint, not at start-up
+
         for name in HINT_FILENAMES:
             path = directory / name
             label = self._display(path)

@@ -20,6 +20,7 @@ from acp_hermes.config import Paths, Settings
 from acp_hermes.model.pricing import cost_usd, price_of
 from acp_hermes.model.types import Usage
 from memory.grants import GrantStore
+from memory.values import value
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -155,7 +156,7 @@ class Runtime:
             self._db.close()
 
 
-@dataclass(frozen=True)
+@value
 class SessionAuxiliary:
     """The auxiliary model as one session's tools and titles use it: every call charged to it."""
 

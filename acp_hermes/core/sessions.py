@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,17 +13,17 @@ from acp_hermes.core.errors import SessionNotFoundError
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
 from acp_hermes.core.transcript import Transcript, history_from_rows
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
+from memory.values import value
 from tools.contracts import Editor
 
 if TYPE_CHECKING:
     from memory.session_db import MessageRecord, SessionRecord
 
 
-@dataclass(frozen=True)
+@value
 class SessionWiring:
     """How a session reaches its client: per session id, where events go, who answers
     permission questions, and the editor that does its file and command I/O."""
@@ -100,6 +99,10 @@ class SessionManager:
         return session, rows
 
     def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...]) -> str:
+        # Imported here, once a session is built: the prompt code and its injection scanner are not
+        # needed to answer initialize or session/new.
+        from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
+
         settings = self.runtime.settings
         return build_system_prompt(
             PromptInputs(

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acp_hermes.core.history import INTERRUPTED, unanswered_calls
 from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
+from memory.values import value
 from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolOutcome:
     """A finished tool call as it is stored: for the model and for replay."""
 
@@ -215,20 +215,20 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
 # --- stored rows as typed records ----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class StoredPrompt:
     message_id: str
     parts: tuple[PromptPart, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class StoredReply:
     message_id: str
     text: str
     reasoning: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class StoredToolCall:
     call_id: str
     name: str

@@ -8,29 +8,30 @@ prompt exactly as it was sent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from memory.values import value
 
-@dataclass(frozen=True, slots=True)
+
+@value
 class TextPart:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ImagePart:
     mime_type: str
     data: str  # base64; may be empty when ``uri`` points to the image
     uri: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class AudioPart:
     mime_type: str
     data: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ResourcePart:
     """A resource the client embedded: its text, or its bytes (base64) in ``blob``."""
 
@@ -40,7 +41,7 @@ class ResourcePart:
     blob: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LinkPart:
     """A reference to a resource (usually a file) the agent may read itself."""
 
@@ -52,7 +53,7 @@ class LinkPart:
     size: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class UnsupportedPart:
     """A kind of content this agent does not know; kept so the model can be told it was left out."""
 
@@ -77,7 +78,7 @@ def to_record(part: PromptPart) -> dict[str, Any]:
         return {"type": "unsupported", "kind": part.kind}
     kinds = {ImagePart: "image", AudioPart: "audio", ResourcePart: "resource", LinkPart: "resource_link"}
     record: dict[str, Any] = {"type": kinds[type(part)]}
-    for name in part.__slots__:
+    for name in part.__match_args__:
         value = getattr(part, name)
         if value is not None:
             record[name] = value

@@ -7,11 +7,12 @@ Messages API, and tests can make them from a script.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from memory.values import value
 
-@dataclass(frozen=True, slots=True)
+
+@value
 class Usage:
     """Token counts of one model call, or a sum of them."""
 
@@ -34,7 +35,7 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ModelRequest:
     model: str
     system: str
@@ -45,17 +46,17 @@ class ModelRequest:
     cache_ttl: str = "5m"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ThinkingDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolUseReady:
     """A complete tool call; ``arguments`` is None when the streamed JSON did not parse."""
 
@@ -65,7 +66,7 @@ class ToolUseReady:
     raw_arguments: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Completed:
     """The end of one model message: its content blocks as they go back into history."""
 

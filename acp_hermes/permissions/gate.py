@@ -36,6 +36,7 @@ from acp_hermes.permissions.policy import (
 )
 from memory.grants import GrantStore, ProjectGrants
 from memory.text import one_line
+from memory.values import value
 from tools.context import CommandPermit, ReadPurpose, ToolContext
 from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
@@ -48,7 +49,7 @@ REJECT_ALWAYS = "reject_always"
 CANCELLED = "cancelled"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PermissionOption:
     """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)."""
 
@@ -56,7 +57,7 @@ class PermissionOption:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PermissionQuestion:
     call_id: str
     title: str

@@ -20,11 +20,11 @@ they are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from acp_hermes.permissions.modes import Mode
+from memory.values import value
 from tools.context import ReadPurpose
 from tools.paths import is_within
 
@@ -41,14 +41,14 @@ PLAN_REFUSAL = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class EditRequest:
     """Files a tool wants to create, change or delete (absolute, resolved paths)."""
 
     paths: tuple[Path, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CommandRequest:
     command: str
     sandbox: bool = False  # this session can run commands in an OS sandbox
@@ -56,7 +56,7 @@ class CommandRequest:
     leave_sandbox: bool = False  # the agent asks to run it outside the sandbox
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class StateRequest:
     """A change to the agent's own stores: ``subject`` is what "always" covers ("memory", or one
     skill as "skill <name>")."""
@@ -64,7 +64,7 @@ class StateRequest:
     subject: str = "memory"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ReadRequest:
     """Paths a tool wants to read (absolute, resolved), and why: their text, a whole directory
     (a search), or a file's old text for an edit (whose own question then shows the diff)."""
@@ -73,7 +73,7 @@ class ReadRequest:
     purpose: ReadPurpose = "file"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ExternalToolRequest:
     """A tool of an MCP server; ``read_only`` is what the server says of it."""
 
@@ -90,7 +90,7 @@ class ExternalToolRequest:
 Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Grants:
     """What the user answered "always" to, as far as this session can see."""
 
@@ -103,7 +103,7 @@ class Grants:
     unreadable_dirs: frozenset[Path] = frozenset()  # ... and refused this session
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Surroundings:
     """Where the session works: what counts as the workspace, home and the agent's own files."""
 
@@ -112,7 +112,7 @@ class Surroundings:
     roots: tuple[Path, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class GrantOffer:
     """What answering "always" remembers, and how the two "always" options read."""
 
@@ -122,7 +122,7 @@ class GrantOffer:
     reject_label: str
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Verdict:
     outcome: Outcome
     reasons: tuple[str, ...] = ()  # why: shown in the question's title and the log
