@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+TITLE_DELAY_SECONDS = 0.2  # after the first exchange, before the title is asked for
 TITLE_TIMEOUT = 20.0
 MAX_TITLE_CHARS = 60
 TITLE_SYSTEM = (
@@ -42,6 +43,9 @@ async def name_session(session: Session) -> None:
     """Give ``session`` a title (once) and tell the editor."""
     if session.title:
         return
+    # A title is cosmetic: let a prompt sent right after the first exchange have the machine first.
+    await anyio.sleep(TITLE_DELAY_SECONDS)
+    await session.wait_until_idle()
     db = session.db
     rows = await anyio.to_thread.run_sync(db.messages, session.id)
     # Rows without a payload were only shown (slash commands and their replies): not the conversation.

@@ -32,6 +32,7 @@ async def test_compact_by_hand_shows_a_card_and_the_context_after_it(tmp_path: P
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid = await agent.new_session()
         await chat(agent, fake_anthropic, sid, 8)
+        await agent.wait_for_update(sid, "session_info_update")  # the title took the first auxiliary reply
         fake_anthropic.script(text_reply("Nothing new to remember."))  # the memory flush
         before = len(agent.updates(sid, "usage_update"))
         assert await agent.prompt(sid, "/compact the parser decisions") == "end_turn"

@@ -28,6 +28,7 @@ async def test_local_commands_answer_without_the_model(tmp_path: Path, fake_anth
     async with running_agent(tmp_path, fake_anthropic) as agent:
         earlier = await agent.new_session()
         assert await agent.prompt(earlier, "finish the zephyrine parser") == "end_turn"
+        await agent.wait_for_update(earlier, "session_info_update")  # its title, for /search to show
         sid = await agent.new_session()
         requests = len(fake_anthropic.stream_requests)
 

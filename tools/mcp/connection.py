@@ -58,6 +58,7 @@ class McpConnection:
         self._client: Client | None = None
         self._scope: anyio.CancelScope | None = None
         self._settled: anyio.Event | None = None
+        self._lost: anyio.Event | None = None  # set the moment the transport's read stream ends
         self._stop_requested = False
 
     @property
@@ -68,7 +69,7 @@ class McpConnection:
 
     async def run(self) -> None:
         """Connect and hold the connection until ``stop()`` or the server goes away. Never raises."""
-        lost = anyio.Event()
+        lost = self._lost = anyio.Event()
         with anyio.CancelScope() as scope:
             self._scope = scope
             if self._stop_requested:
@@ -131,7 +132,7 @@ class McpConnection:
             try:
                 return await client.call_tool(tool, arguments, read_timeout_seconds=self.spec.call_timeout)
             except MCPError as error:
-                if self.status != "ready":
+                if self.status != "ready" or (self._lost is not None and self._lost.is_set()):
                     raise ServerGone(f"MCP server {self.name} went away: {self.detail or error}") from error
                 raise
 
