@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from memory.fs import delete_exactly, exclusive_lock, lock_path_for, write_text_exactly
 from memory.scan import Finding, scan
+from memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class SkillConflictError(SkillError):
     """A file changed on disk between ``prepare_*`` and ``apply``."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SkillInfo:
     """One index entry: what listing shows and where the skill lives."""
 
@@ -108,7 +109,7 @@ class SkillInfo:
         return self.path / SKILL_FILE
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SkillView:
     """A loaded skill: the SKILL.md body (or one supporting file) and its frontmatter details."""
 
@@ -121,7 +122,7 @@ class SkillView:
     files: tuple[str, ...]  # supporting files, relative to the skill folder
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FileEdit:
     """One file of a change: ``old_text`` None creates it, ``new_text`` None deletes it."""
 
@@ -130,7 +131,7 @@ class FileEdit:
     new_text: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SkillChange:
     """A validated, scanned change not yet written; ``apply`` writes it."""
 
@@ -172,7 +173,7 @@ def current_platform() -> str:
 # --- the index -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Parsed:
     """What listing needs from one SKILL.md, kept while the file's mtime stays the same."""
 
@@ -456,7 +457,7 @@ def _quick_list(value: str) -> object:
     return items if plain else _UNSURE
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Frontmatter:
     """The validated frontmatter of a SKILL.md."""
 

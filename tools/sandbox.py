@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from memory.values import value
+
 log = logging.getLogger(__name__)
 
 # Relative to the home directory: credentials a command has no business reading.
@@ -37,7 +39,7 @@ HIDDEN_IN_HOME = (
 SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HERMES_API_KEY")
 
 
-@dataclass(frozen=True)
+@value
 class SandboxProfile:
     """What a sandboxed command may touch."""
 
@@ -59,7 +61,7 @@ class Sandbox(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@value
 class Bubblewrap:
     executable: str
     name: str = "bubblewrap"
@@ -84,7 +86,7 @@ class Bubblewrap:
         return [*args, "--", *argv]
 
 
-@dataclass(frozen=True)
+@value
 class Seatbelt:
     executable: str
     name: str = "sandbox-exec"
@@ -160,7 +162,7 @@ def hidden_paths(home: Path, hermes_home: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(Path(os.path.realpath(path)) for path in candidates))
 
 
-@dataclass(frozen=True)
+@value
 class Confinement:
     """One command's sandbox: the sandbox to wrap it in and what it may touch."""
 

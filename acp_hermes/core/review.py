@@ -28,6 +28,7 @@ from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallS
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
+from memory.values import value
 from tools.context import CommandPermit, ReadPurpose, ToolContext
 from tools.contracts import FileChange, PermissionDenied
 
@@ -82,7 +83,7 @@ class Nudges:
         return memory, skills
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Proposal:
     """A review's write held in ``default`` mode: the call to run again, this time asking the user."""
 
