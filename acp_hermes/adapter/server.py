@@ -293,6 +293,7 @@ class HermesAgent:
         self._require_ready()
         # One read serves both the history and the replay (5,000 messages take ~0.1 s to read),
         # and it runs off the event loop so other sessions keep streaming meanwhile.
+        self.spawn(anyio.to_thread.run_sync(self.runtime.import_session_code))  # beside the read, not after it
         rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
         session, stored = self.manager.restore(session_id, root, extra, rows)
         from acp_hermes.adapter.replay import replay_updates

@@ -113,6 +113,15 @@ class Runtime:
             self._grants = GrantStore(self.paths.permissions_file)
         return self._grants
 
+    @staticmethod
+    def import_session_code() -> None:
+        """Import what building a session needs beyond ``initialize`` (its sandbox, skills store and
+        learning-loop counters). Blocking and idempotent: ``session/load`` runs it on a thread while
+        it reads the session's rows, instead of after them."""
+        import acp_hermes.core.review  # noqa: F401
+        import memory.skills  # noqa: F401
+        import tools.sandbox  # noqa: F401
+
     def warm_up(self) -> None:
         """Load what a turn needs (the model SDK and its HTTP client, the tools and their schema
         validators, the loop, the command rules) before the first prompt asks for it. Blocking:

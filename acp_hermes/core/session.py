@@ -159,10 +159,13 @@ class Session:
         Needs ``spawn``; nothing here waits for a server. A config entry that cannot be used is told to
         the user like a server that fails.
         """
+        settings = self._runtime.settings
+        if not settings.mcp_servers and not from_editor:
+            return
         from tools.mcp.servers import McpServers
         from tools.mcp.specs import merged, parse_configured
 
-        configured, problems = parse_configured(self._runtime.settings.mcp_servers)
+        configured, problems = parse_configured(settings.mcp_servers)
         for problem in problems:
             self._notify(f"⚠️ Ignoring an MCP server in the config: {problem}")
         specs = merged(configured, from_editor)
