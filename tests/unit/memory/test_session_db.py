@@ -96,6 +96,20 @@ def test_create_and_get_round_trip_every_field(db: SessionDB) -> None:
     assert db.get_session("missing") is None
 
 
+def test_stored_json_reads_back_whatever_the_standard_library_wrote(db: SessionDB, db_path: Path) -> None:
+    """Values are read with orjson, which refuses the Infinity and NaN that json.dumps writes: those rows
+    still come back, and a value that is no JSON at all is dropped with the rest of the row kept."""
+    new_session(db, "s")
+    odd = {"score": float("inf"), "low": float("-inf"), "plain": "ünïcode ✓"}
+    db.append_message("s", "tool", "out", tool_call_id="t1", payload={"ok": True}, display=odd)
+    db.append_message("s", "assistant", "broken", display={"x": 1})
+    with raw(db_path) as conn:
+        conn.execute("UPDATE messages SET display = '{not json' WHERE content = 'broken'")
+    first, second = db.messages("s")
+    assert first.display == odd and first.payload == {"ok": True}
+    assert second.content == "broken" and second.display is None
+
+
 def test_create_rejects_duplicates_and_unknown_parents(db: SessionDB) -> None:
     new_session(db, "s1")
 
