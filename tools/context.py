@@ -186,11 +186,6 @@ class ToolContext:
 
     # -- the user
 
-    @property
-    def can_ask_user(self) -> bool:
-        """Whether the editor can put a question to the user while the turn waits (a form)."""
-        return isinstance(self.editor, Questioner)
-
     async def ask_user(self, question: Question) -> Answer | None:
         """The user's answer through the editor; None when it cannot ask this way (ask in the chat)."""
         if not isinstance(self.editor, Questioner):

@@ -82,11 +82,9 @@ class McpConnection:
                     scope.deadline = math.inf  # connected: from now on only stop() or a loss ends it
                     self._client = client
                     self._set("ready")
-                    await lost.wait()
-                    self._client = None
+                    await lost.wait()  # call() refuses from here on: the status is no longer "ready"
                     self._set("failed", "the server closed the connection (it may have exited)")
             except Exception as error:  # a server's failure must never reach the session's task
-                self._client = None
                 detail = _describe(error)
                 if self.status == "connecting" and lost.is_set():
                     detail = f"it exited or closed the connection before it was ready ({detail})"
