@@ -1,21 +1,32 @@
 """Threat scanning for every piece of text that is about to feed a prompt.
 
-Memory entries, skills, context files (AGENTS.md, SOUL.md, ...), subdirectory hints and recall
-summaries all end up in front of the model, so they all go through this one scanner. It looks
-for prompt injection, exfiltration and persistence tricks, and for invisible or bidi control
-characters that hide text from the human reading the same file.
+Memory entries, skills, context files (AGENTS.md, SOUL.md, ...), subdirectory hints, recall
+summaries and compaction summaries all end up in front of the model, so they all go through this
+one scanner. It looks for prompt injection, exfiltration and persistence tricks, and for invisible
+or bidi control characters that hide text from the human reading the same file.
 
 Scopes nest, from least to most suspicious of the text: ``all`` (patterns that are never
 legitimate in something we load), ``context`` (adds role hijacking, C2 and anti-forensics, used
 for context files a project ships and for tool output) and ``strict`` (adds everything that is merely risky to
 *persist*, used for memory and skill content the agent writes itself).
 
-Matching happens on normalised text, case-insensitively: zero-width and bidi controls removed,
-Unicode tag characters read as the ASCII they hide, NFKC applied (full-width letters and other
-compatibility forms fold to ASCII) and Cyrillic, Greek and Armenian look-alike letters folded to
-the Latin ones they imitate. Every quantifier
+Matching happens on normalised text, case-insensitively: every Default_Ignorable_Code_Point
+character removed (zero-width and bidi controls, soft hyphens, variation selectors, Hangul fillers,
+...; a table of Unicode's ranges below), Unicode tag characters read as the ASCII they hide,
+compatibility forms decomposed (NFKD: full-width and mathematical letters fold to ASCII), combining
+marks dropped, and look-alike letters NFKD leaves alone (Latin small capitals, Cyrillic, Greek,
+Armenian, Cherokee and Lisu letters) folded to the Latin ones they imitate. Text that reads two
+ways (a Hangul filler standing for a space, a vertical stroke for I or l) and runs of variation
+selectors (which can spell bytes) are matched in a second reading too. Every quantifier
 that can run over a long stretch of text is bounded and every pattern starts with a literal,
 so a scan is linear in the text it looks at.
+
+Invisible characters are reported (one finding per character, or per group for tags, variation
+selectors and unassigned ones) except where they do a visible job: a leading byte-order mark, one
+variation selector after a non-ASCII character (a red heart emoji) or in a keycap, a joiner
+between two non-ASCII characters (emoji sequences, Persian and Indic words) and the tag letters
+of the flags of England, Scotland and Wales; see ``_legitimate``. A joiner or selector touching
+ASCII text is always reported.
 
 Window: patterns run over the first ``MAX_SCAN_CHARS`` plus the last ``MAX_SCAN_CHARS``
 characters (the whole text when it is shorter than both together). The head is what a
@@ -38,6 +49,7 @@ Scope = Literal["all", "context", "strict"]
 
 MAX_SCAN_CHARS = 65_536
 EXCERPT_CHARS = 80
+CACHED_CHARS = 1_200  # texts up to this long keep their findings (a skill's name and description fit)
 
 _LEVEL: dict[str, int] = {"all": 0, "context": 1, "strict": 2}
 
@@ -347,39 +359,131 @@ _PATTERNS: tuple[_Pattern, ...] = (
     ),
 )
 
-# Characters that hide or reorder text for the human reader while the model still reads them:
-# zero-width characters, bidi controls, and the Unicode tag block (U+E0000-E007F), which spells
-# out ASCII invisibly.
-_INVISIBLE = (
-    "\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u061c\u180e"
-    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+# --- characters that hide text ---------------------------------------------------------------------
+
+# Unicode's Default_Ignorable_Code_Point property: from DerivedCoreProperties.txt of Unicode 14.0.0
+# (4,174 code points; Python's unicodedata has no such property). They render as nothing, so they
+# can split a key word ("ig\u00adnore") or carry text nobody sees.
+_DEFAULT_IGNORABLE: tuple[tuple[int, int], ...] = (
+    (0x00AD, 0x00AD),  # soft hyphen
+    (0x034F, 0x034F),  # combining grapheme joiner
+    (0x061C, 0x061C),  # Arabic letter mark
+    (0x115F, 0x1160),  # Hangul choseong and jungseong fillers
+    (0x17B4, 0x17B5),  # Khmer inherent vowels
+    (0x180B, 0x180F),  # Mongolian free variation selectors and vowel separator
+    (0x200B, 0x200F),  # zero-width space, non-joiner and joiner; left-to-right and right-to-left marks
+    (0x202A, 0x202E),  # bidi embeddings and overrides
+    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format characters
+    (0x3164, 0x3164),  # Hangul filler
+    (0xFE00, 0xFE0F),  # variation selectors 1-16
+    (0xFEFF, 0xFEFF),  # zero-width no-break space (the byte-order mark)
+    (0xFFA0, 0xFFA0),  # half-width Hangul filler
+    (0xFFF0, 0xFFF8),  # unassigned
+    (0x1BCA0, 0x1BCA3),  # shorthand format controls
+    (0x1D173, 0x1D17A),  # musical symbol beam and phrase controls
+    (0xE0000, 0xE0FFF),  # tags (E0000-E007F), variation selectors 17-256 (E0100-E01EF), unassigned
 )
-_TAGS = (0xE0000, 0xE007F)
-_INVISIBLE_RE = re.compile(f"[{_INVISIBLE}\\U{_TAGS[0]:08X}-\\U{_TAGS[1]:08X}]")
-# Normalising removes the zero-width and bidi controls and reads tag characters as the ASCII they
-# encode, so a payload spelt in tags is matched like visible text.
-_UNHIDE: dict[int, str | None] = {
-    **dict.fromkeys(map(ord, _INVISIBLE)),
-    **{tag: chr(tag - _TAGS[0]) if 0x20 <= tag - _TAGS[0] < 0x7F else None for tag in range(_TAGS[0], _TAGS[1] + 1)},
-}
-# Letters of other scripts that look like Latin ones (NFKC leaves them alone): Cyrillic, Greek
-# and Armenian look-alikes fold to the Latin letter a reader would see.
-_CONFUSABLES = str.maketrans(
-    "аАвВеЕзЗһҺіІјЈкКмМнНоОрРсСтТуУхХѕЅԁԛԝӏɑαΑβΒεΕηΗιΙκΚμΜνΝοΟρΡτΤυΥχΧζΖօսոհց",
-    "aAbBeE33hHiIjJkKmMhHoOpPcCtTyYxXsSdqwlaaABBeEnHiIkKuMvNoOpPtTuYxXzZounhg",
+_TAGS = (0xE0000, 0xE007F)  # spell out ASCII invisibly: read as that ASCII when matching
+_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))  # variation selectors: choose a glyph for the character before
+_RESERVED = ((0x2065, 0x2065), (0xFFF0, 0xFFF8), (0xE0080, 0xE00FF), (0xE01F0, 0xE0FFF))  # unassigned
+_MONGOLIAN_SELECTORS = "\u180b\u180c\u180d\u180f"  # free variation selectors, for the letter before
+_JOINERS = ("\u200c", "\u200d")  # zero-width non-joiner and joiner
+_FILLERS = "\u115f\u1160\u3164\uffa0"  # Hangul fillers: blank, not empty, so they may stand for a space
+_MARKS = ("Mn", "Me")  # combining marks: accents and the like, stacked on the letter before
+_KEYCAP = "\u20e3"  # the keycap emoji for 1 is "1", U+FE0F, U+20E3
+_FLAG = "\U0001f3f4"  # with tag letters and a cancel tag: the flags of England, Scotland and Wales
+
+# Letters compatibility decomposition (NFKD) leaves alone that a reader takes for Latin ones, folded to
+# the letter they imitate.
+# The Latin small capitals first (confusables.txt does not list them), then letters chosen from
+# Unicode's confusables.txt (UTS #39) that look like one ASCII letter, by script.
+_LOOK_ALIKES: tuple[tuple[str, str], ...] = (
+    ("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡʏᴢꞮᴃᴆᴌᴑᴩᴦ", "abcdefghijklmnopqrstuvwyzibdlopr"),  # small capitals
+    ("ıȷɑɡɩɣɯʋƽƍƄƦᶃᶌẝỿꞘꞙꞟꞲꞳꞴꬲꬵꬽꭇꭈꭎꭒꭚ", "ijagiywusgbRgyfyFfuJXBeforruuy"),  # Latin
+    ("аАвВеЕзЗһҺіјЈкКмМнНоОрРсСтТуУхХѕЅԁԛԝЬгѡѴѵҮүҽԌԜꙇ", "aAbBeE33hHijJkKmMhHoOpPcCtTyYxXsSdqwbrwVvYyeGWi"),  # Cyrillic
+    ("αΑβΒεΕηΗιΚκμΜνΝοΟρΡτΤυΥχΧζΖͿγσϒϜϲςϳϹϺ", "aABBeEnHiKkuMvNoOpPtTuYxXzZJyoYFccjCM"),  # Greek
+    ("օսոհցՍՏՕագզռք", "ounhgUSOwqqnf"),  # Armenian
+    ("ᎠᎡᎢᎥᎩᎪᎫᎬᎳᎷᎻᎽᏀᏂᏃᏏᏒᏔᏕᏙᏚᏞᏟᏢᏦᏧᏳᏴꭵꮁꮃꮓꮩꮪꮯ", "DRTiYAJEWMHYGhZbRWSVSLCPKdGBirwzvsc"),  # Cherokee
+    ("ꓐꓑꓒꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓡꓢꓣꓦꓧꓪꓫꓬꓮꓰꓳꓴ", "BPdDTGKJCZFMNLSRVHWXYAEOU"),  # Lisu
+    ("\u2800", " "),  # the blank Braille pattern looks like a space
 )
+# A vertical stroke reads as a capital I or a small l, whichever the words around it need: each of
+# these reads as the first letter, and a second reading (only for text holding one) as the other.
+_TWO_WAY: tuple[tuple[str, str, str], ...] = (
+    ("ΙІӀƖꓲ", "I", "l"),  # capitals: Greek iota, Cyrillic I and palochka, Latin iota, Lisu I
+    ("ӏǀ", "l", "I"),  # Cyrillic small palochka, Latin dental click
+)
+
+
+@value
+class _Tables:
+    unhide: dict[int, str | None]  # default-ignorables removed, tags read as ASCII
+    first: dict[int, str | None]  # unhide and the look-alikes: the first pass of the first reading
+    second: dict[int, str | None]  # the same for the second: fillers as spaces, strokes the other way
+    look_alikes: dict[int, str]
+    look_alikes_other: dict[int, str]  # the vertical strokes read the other way
+    invisible: re.Pattern[str]  # one default-ignorable character
+    second_reading: re.Pattern[str]  # a character that reads two ways
+    selector_run: re.Pattern[str]  # variation selectors enough to carry bytes
+    flag: re.Pattern[str]  # a flag emoji spelt with tags
+
+
+@functools.cache
+def _tables() -> _Tables:
+    """Built on first use, like the patterns: none of this is needed to start the server."""
+    ignorable = "".join(f"{_escape(low)}-{_escape(high)}" for low, high in _DEFAULT_IGNORABLE)
+    unhide: dict[int, str | None] = {code: None for low, high in _DEFAULT_IGNORABLE for code in range(low, high + 1)}
+    unhide.update({tag: chr(tag - _TAGS[0]) for tag in range(_TAGS[0] + 0x20, _TAGS[0] + 0x7F)})
+    look_alikes = {ord(char): latin for pair in _LOOK_ALIKES for char, latin in zip(*pair, strict=True)}
+    look_alikes.update({ord(char): first for chars, first, _ in _TWO_WAY for char in chars})
+    other = {**look_alikes, **{ord(char): second for chars, _, second in _TWO_WAY for char in chars}}
+    selectors = "".join(f"{_escape(low)}-{_escape(high)}" for low, high in _SELECTORS)
+    tag_digits = f"{_escape(_TAGS[0] + ord('0'))}-{_escape(_TAGS[0] + ord('9'))}"
+    tag_letters = f"{_escape(_TAGS[0] + ord('a'))}-{_escape(_TAGS[0] + ord('z'))}"
+    return _Tables(
+        unhide=unhide,
+        first={**unhide, **look_alikes},
+        second={**unhide, **other, **dict.fromkeys(map(ord, _FILLERS), " ")},
+        look_alikes=look_alikes,
+        look_alikes_other=other,
+        invisible=re.compile(f"[{ignorable}]"),
+        second_reading=re.compile(f"[{_FILLERS}{''.join(chars for chars, _, _ in _TWO_WAY)}]"),
+        selector_run=re.compile(f"[{selectors}]{{4,}}"),
+        flag=re.compile(f"{_FLAG}[{tag_digits}{tag_letters}]{{1,8}}{_escape(_TAGS[1])}"),
+    )
+
+
+def _escape(code: int) -> str:
+    return f"\\U{code:08X}"
+
+
+def _within(code: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(low <= code <= high for low, high in ranges)
+
 
 PATTERN_IDS: tuple[str, ...] = tuple(p.pattern_id for p in _PATTERNS)
 
 
 def scan(text: str, scope: Scope = "strict") -> list[Finding]:
     """Every threat in ``text`` for ``scope``: one finding per pattern id, in a stable order."""
+    if len(text) <= CACHED_CHARS:
+        return list(_short_findings(text, scope))
     return list(_findings(text, scope))
 
 
 def first_threat(text: str, scope: Scope = "strict") -> str | None:
     """The id of the first threat found, or None; stops at the first hit."""
+    if len(text) <= CACHED_CHARS:
+        findings = _short_findings(text, scope)
+        return findings[0].pattern_id if findings else None
     return next((finding.pattern_id for finding in _findings(text, scope)), None)
+
+
+@functools.lru_cache(maxsize=4_096)
+def _short_findings(text: str, scope: Scope) -> tuple[Finding, ...]:
+    """Short texts come back again and again (skill descriptions for the store's index and then for
+    every session's prompt, memory entries for each snapshot): a scan costs ~1 µs a character."""
+    return tuple(_findings(text, scope))
 
 
 def guard_context_text(label: str, text: str, scope: Scope = "context") -> str:
@@ -396,12 +500,12 @@ def guard_context_text(label: str, text: str, scope: Scope = "context") -> str:
 
 def _findings(text: str, scope: Scope) -> Iterator[Finding]:
     level = _LEVEL[scope]
-    windows = [_normalise(window) for window in _windows(text)]
+    readings = [reading for window in _windows(text) for reading in _readings(window)]
     for pattern in _PATTERNS:
         if pattern.level > level:
             continue
-        for window in windows:
-            match = pattern.regex.search(window)
+        for reading in readings:
+            match = pattern.regex.search(reading)
             if match is not None:
                 yield Finding(pattern.pattern_id, _excerpt(match.group(0)))
                 break
@@ -415,10 +519,39 @@ def _windows(text: str) -> list[str]:
     return [text[:MAX_SCAN_CHARS], text[-MAX_SCAN_CHARS:]]
 
 
-def _normalise(text: str) -> str:
+def _readings(text: str) -> list[str]:
+    """``text`` as the patterns see it: normally one reading, more when it reads more than one way.
+
+    The second reading has Hangul fillers as spaces (the first drops them, like every other
+    default-ignorable) and the vertical strokes the other way; the third spells out a run of
+    variation selectors as the bytes they encode (one per byte: U+FE00-FE0F are 0-15,
+    U+E0100-E01EF 16-255).
+    """
     if text.isascii():  # nothing to fold, nothing hidden: most text, and a C-speed check
-        return text
-    return unicodedata.normalize("NFKC", text.translate(_UNHIDE)).translate(_CONFUSABLES)
+        return [text]
+    tables = _tables()
+    readings = [_folded(text, tables.first, tables.look_alikes)]
+    if tables.second_reading.search(text):
+        readings.append(_folded(text, tables.second, tables.look_alikes_other))
+    if tables.selector_run.search(text):
+        spelt = tables.selector_run.sub(lambda run: f" {_selector_bytes(run.group(0))} ", text)
+        readings.append(_folded(spelt, tables.first, tables.look_alikes))
+    return readings
+
+
+def _folded(text: str, unhide: dict[int, str | None], look_alikes: dict[int, str]) -> str:
+    """Default-ignorables dropped and tags read as ASCII (``unhide``), compatibility forms decomposed
+    (NFKD: full-width and mathematical letters, ligatures), the combining marks stacked on letters
+    dropped and look-alike letters read as Latin. Look-alikes are folded before NFKD too (``unhide``
+    holds them): some, like the lunate sigma ϲ, have a compatibility form that imitates less well."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(unhide))
+    marks = {ord(char): None for char in set(decomposed) if char > "\x7f" and unicodedata.category(char) in _MARKS}
+    return decomposed.translate({**look_alikes, **marks} if marks else look_alikes)
+
+
+def _selector_bytes(run: str) -> str:
+    data = bytes(ord(char) - 0xFE00 if ord(char) <= 0xFE0F else ord(char) - 0xE0100 + 16 for char in run)
+    return data.decode("utf-8", errors="replace")
 
 
 def _excerpt(matched: str) -> str:
@@ -428,22 +561,93 @@ def _excerpt(matched: str) -> str:
     return collapsed[: EXCERPT_CHARS - 1] + "…"
 
 
+# --- reporting what hides text -------------------------------------------------------------------
+
+
 def _invisible_findings(text: str) -> Iterator[Finding]:
+    """One finding per default-ignorable character found (per group for tags, variation selectors
+    and unassigned ones), except where it does a visible job; see ``_legitimate``."""
+    tables = _tables()
+    flags = [range(*m.span()) for m in tables.flag.finditer(text)] if _FLAG in text else []
     first_seen: dict[str, int] = {}
-    tags = ""
-    for match in _INVISIBLE_RE.finditer(text):
-        char, index = match.group(0), match.start()
-        if char == "\ufeff" and index == 0:  # a byte-order mark is how some editors start a file
+    tags: list[str] = []
+    selectors: list[str] = []
+    for match in tables.invisible.finditer(text):
+        index = match.start()
+        char = text[index]
+        code = ord(char)
+        if _legitimate(text, index) or any(index in flag for flag in flags):
             continue
-        if _TAGS[0] <= ord(char) <= _TAGS[1]:
-            tags += _UNHIDE.get(ord(char)) or ""
-            char = "\U000e0000"  # the tag block is one finding, however many of its characters
-        first_seen.setdefault(char, index)
-    for char in sorted(first_seen):
-        if char == "\U000e0000":
-            hidden = " ".join(tags.split())[:EXCERPT_CHARS]
-            yield Finding("invisible_unicode_tags", f"tag characters from character {first_seen[char]}: {hidden!r}")
-            continue
-        code = f"U+{ord(char):04X}"
-        name = unicodedata.name(char, "unnamed")
-        yield Finding(f"invisible_unicode_{code}", f"{code} ({name}) at character {first_seen[char]}")
+        if _TAGS[0] <= code <= _TAGS[1]:
+            key = "tags"
+            tags.append(tables.unhide.get(code) or "")
+        elif _within(code, _SELECTORS):
+            key = "variation_selectors"
+            selectors.append(char)
+        elif _within(code, _RESERVED):
+            key = "reserved"
+        else:
+            key = char
+        first_seen.setdefault(key, index)
+    for key in sorted(first_seen, key=_group_order):
+        at = first_seen[key]
+        if key == "tags":
+            hidden = " ".join("".join(tags).split())[:EXCERPT_CHARS]
+            yield Finding("invisible_unicode_tags", f"tag characters from character {at}: {hidden!r}")
+        elif key == "variation_selectors":
+            spelt = " ".join(_selector_bytes("".join(selectors)).split())[:EXCERPT_CHARS]
+            reading = f"; as bytes they spell {spelt!r}" if len(selectors) >= 4 else ""
+            yield Finding(
+                "invisible_unicode_variation_selectors",
+                f"{len(selectors)} variation selector(s) where none belongs, from character {at}{reading}",
+            )
+        elif key == "reserved":
+            yield Finding("invisible_unicode_reserved", f"unassigned default-ignorable characters from character {at}")
+        else:
+            label = f"U+{ord(key):04X}"
+            name = unicodedata.name(key, "unnamed")
+            yield Finding(f"invisible_unicode_{label}", f"{label} ({name}) at character {at}")
+
+
+def _group_order(key: str) -> int:
+    groups = {"variation_selectors": _SELECTORS[0][0], "reserved": _RESERVED[1][0], "tags": _TAGS[0]}
+    return groups.get(key) or ord(key)
+
+
+def _legitimate(text: str, index: int) -> bool:
+    """Whether the default-ignorable character at ``index`` does a visible job, and is not reported.
+
+    - a byte-order mark that starts the text (how some editors start a file);
+    - one variation selector right after a visible non-ASCII character (an emoji such as U+2764
+      U+FE0F, a CJK ideograph variant, a Mongolian letter), or U+FE0E/FE0F between an ASCII digit,
+      # or * and the keycap mark U+20E3; a run of two or more is reported whole;
+    - a zero-width joiner or non-joiner between two visible non-ASCII characters (emoji sequences
+      such as U+1F469 U+200D U+1F4BB, Persian and Indic words), a variation selector before it allowed.
+
+    Tag characters spelling a flag after 🏴 (England, Scotland, Wales) are let through by the caller.
+    Everything else is reported, joiners and selectors touching ASCII text included: there they can
+    only split words. Matching is not affected: normalising drops them all.
+    """
+    char = text[index]
+    before = text[index - 1] if index else ""
+    if char == "\ufeff":
+        return index == 0
+    if _within(ord(char), _SELECTORS):
+        after = text[index + 1 : index + 2]
+        if after and _within(ord(after), _SELECTORS):  # a run of them carries bytes, not a glyph choice
+            return False
+        if _visible_non_ascii(before):
+            return True
+        return char in "\ufe0e\ufe0f" and before != "" and before in "0123456789#*" and after == _KEYCAP
+    if char in _MONGOLIAN_SELECTORS:
+        return _visible_non_ascii(before)
+    if char in _JOINERS:
+        if before and _within(ord(before), _SELECTORS) and index >= 2:
+            before = text[index - 2]
+        return _visible_non_ascii(before) and _visible_non_ascii(text[index + 1 : index + 2])
+    return False
+
+
+def _visible_non_ascii(char: str) -> bool:
+    """A non-ASCII character that shows: not a space, control, format, unassigned or ignorable one."""
+    return char > "\x7f" and unicodedata.category(char)[0] not in "ZC" and not _tables().invisible.match(char)

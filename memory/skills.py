@@ -19,6 +19,12 @@ lookup rescans. Listing parses only the top-level
 ``description`` and ``platforms`` of each frontmatter, by a fast reader for plain YAML that
 hands anything unusual to PyYAML.
 
+What reaches a prompt from a skill folder is checked at listing too: a folder whose name is not
+a valid skill name (``NAME_PATTERN``, at most ``MAX_NAME_CHARS``) is not listed (a name with a
+newline or a "## System: ..." could forge a section of the system prompt), and a skill whose
+frontmatter ``name`` or ``description`` trips the injection scanner (``context`` scope) is not
+listed either; both are logged, the scan once per change of the SKILL.md.
+
 Every write is two steps so the user can review it first: ``prepare_*`` validates the
 frontmatter, keeps supporting files inside the four subfolders, refuses traversal and symlinks,
 scans the new text with ``memory.scan`` and returns a ``SkillChange`` (old and new text of each
@@ -223,7 +229,7 @@ class _Builder:
                 self._scan_category(root, entry, read_only)
 
     def _scan_category(self, root: Path, category: os.DirEntry[str], read_only: bool) -> None:
-        if not NAME_PATTERN.fullmatch(category.name) or not self._watch(category.path):
+        if not valid_name(category.name) or not self._watch(category.path):
             return
         for entry in _subdirectories(category.path):
             if not self._add_skill(root, entry, category.name, read_only):
@@ -232,6 +238,12 @@ class _Builder:
     def _add_skill(self, root: Path, entry: os.DirEntry[str], category: str | None, read_only: bool) -> bool:
         """Index ``entry`` if it holds a SKILL.md; False when it holds none."""
         skill_file = os.path.join(entry.path, SKILL_FILE)
+        if not valid_name(entry.name):
+            if not os.path.lexists(skill_file):
+                return False  # perhaps a category folder: that check is the caller's
+            log.warning("not listing the skill in %r: its folder name is not a valid skill name (lowercase "
+                        "letters, digits, '.', '_', '-'; at most %d characters)", entry.path, MAX_NAME_CHARS)
+            return True
         parsed = self._parse(skill_file)
         if parsed is None:
             return False
@@ -306,15 +318,29 @@ def _read_rest(fd: int) -> bytes:
 def _listing_fields(text: str) -> tuple[str, tuple[str, ...] | None]:
     split = _split_frontmatter(text)
     if split is None:
-        return _body_description(text), None
+        description = " ".join(_body_description(text).split())[:MAX_DESCRIPTION_CHARS]
+        _check_listed_text(None, description)
+        return description, None
     block, body = split
     fields = _quick_fields(block)
     if fields is None:
         fields = _load_yaml(block)
-    description = fields.get("description")
-    if not isinstance(description, str) or not description.strip():
-        description = _body_description(body)
-    return " ".join(description.split())[:MAX_DESCRIPTION_CHARS], _platforms(fields.get("platforms"))
+    given = fields.get("description")
+    raw = given if isinstance(given, str) and given.strip() else _body_description(body)
+    description = " ".join(raw.split())[:MAX_DESCRIPTION_CHARS]
+    name = _NAME_LINE.search(block)
+    _check_listed_text(name.group(1) if name else None, description)
+    return description, _platforms(fields.get("platforms"))
+
+
+def _check_listed_text(name: str | None, description: str) -> None:
+    """Refuse to list a skill whose frontmatter name (its line, as written) or description reads
+    like prompt injection: what a skill says of itself reaches every session's system prompt (which
+    scans the description again, as shown: ``memory.scan`` keeps the findings of short texts)."""
+    findings = [*scan(description, "context"), *(scan(name, "context") if name is not None else ())]
+    if findings:
+        ids = ", ".join(dict.fromkeys(finding.pattern_id for finding in findings))
+        raise SkillError(f"its name or description contains potential prompt injection ({ids})")
 
 
 def _platforms(value: object) -> tuple[str, ...] | None:
@@ -381,6 +407,7 @@ def _load_yaml(block: str) -> dict[str, Any]:
 
 
 _LISTED_KEYS = frozenset({"description", "platforms"})
+_NAME_LINE = re.compile(r"^name[ \t]*:[ \t]*(.*)$", re.MULTILINE)  # what the scan of a listed skill reads
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _PLAIN_ITEM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # Plain scalars YAML would not read as strings (numbers, booleans, null, dates): left to PyYAML.
@@ -536,8 +563,13 @@ def _string_list(mapping: Mapping[str, Any], key: str) -> tuple[str, ...]:
 # --- names and paths ---------------------------------------------------------------------------
 
 
+def valid_name(name: str) -> bool:
+    """Whether ``name`` is a valid skill or category name (what the index and prompts may show)."""
+    return len(name) <= MAX_NAME_CHARS and NAME_PATTERN.fullmatch(name) is not None
+
+
 def _check_name(name: object, what: str = "skill name") -> str:
-    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not NAME_PATTERN.fullmatch(name):
+    if not isinstance(name, str) or not valid_name(name):
         raise SkillError(
             f"invalid {what} {name!r}: use at most {MAX_NAME_CHARS} characters of lowercase letters, digits, "
             "'.', '_' and '-', starting with a letter or digit (e.g. 'deploy-k8s')."

@@ -9,6 +9,12 @@ continuation is stored as a child segment in the SessionDB (``source='compressio
 editor's session id does not change: the session writes to the new segment from now on, and a
 ``session/load`` replays every segment. The system prompt is rebuilt here, the one point where
 the cache prefix may change.
+
+The summary is scanned like other external text (``context`` scope): a model wrote it from tool
+output. When it trips the scanner, when the turns it replaces held a tool result the registry
+flagged, or when the summary it updates was flagged, it carries a warning into the new history
+(``compression.summary_warning``) and on the card, so compaction never launders a poisoned tool
+result into trusted text.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
+from memory.scan import scan
 from memory.session_db import CONTINUATION_SOURCE
 from tools.contracts import TextDisplay
 from tools.registry import ToolCall, ToolRegistry
@@ -95,10 +102,12 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     if target.flush:
         await _flush_memories(target)
     pruned = plan.with_old_outputs_pruned()
-    system, prompt = compression.summary_request(pruned.middle, compression.previous_summary(messages), focus)
+    previous = compression.previous_summary(messages)
+    system, prompt = compression.summary_request(pruned.middle, previous, focus)
     budget = compression.summary_budget(compression.estimate_tokens(pruned.middle), target.window)
     try:
-        summary = (await target.auxiliary.complete(system=system, prompt=prompt, max_tokens=budget)).strip()
+        summary = await target.auxiliary.complete(system=system, prompt=prompt, max_tokens=budget)
+        summary = compression.without_warning(summary)
     except ModelError as error:
         summary, failure = "", str(error)
     else:
@@ -107,11 +116,15 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
         log.warning("compaction failed: %s", failure)
         await target.sink.emit(ToolCallFinished(card, "failed", (TextDisplay(f"Compaction failed: {failure}"),)))
         return Compaction(False, before, before, f"Compaction failed ({failure}); the conversation is unchanged.")
-    history = compression.compressed_history(pruned, summary)
+    warning = await _warning(summary, plan.middle, previous)
+    history = compression.compressed_history(pruned, summary, warning)
     system_prompt = await anyio.to_thread.run_sync(target.rebuild_prompt)
     after = compression.estimate_tokens(history) + len(system_prompt) // compression.CHARS_PER_TOKEN
-    shown = (TextDisplay(f"Context: about {before:,} → {after:,} tokens.\n\n{summary}"),)
-    raw_output = {"before_tokens": before, "after_tokens": after, "summary": summary}
+    shown_summary = f"{warning}\n\n{summary}" if warning else summary
+    shown = (TextDisplay(f"Context: about {before:,} → {after:,} tokens.\n\n{shown_summary}"),)
+    raw_output: dict[str, Any] = {"before_tokens": before, "after_tokens": after, "summary": summary}
+    if warning:
+        raw_output["warning"] = warning
     segment = await anyio.to_thread.run_sync(
         _store_segment, target, history, system_prompt, card, shown[0].text, raw_output
     )
@@ -120,6 +133,16 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     await target.sink.emit(ToolCallFinished(card, "completed", shown, raw_output=raw_output))
     log.info("session %s compacted: ~%d → ~%d tokens (segment %s)", target.root_id, before, after, segment)
     return Compaction(True, before, after, f"Compacted the conversation: about {before:,} → {after:,} tokens.")
+
+
+async def _warning(summary: str, middle: Sequence[dict[str, Any]], previous: str | None) -> str | None:
+    """The warning the summary carries (see ``compression.summary_warning``), logged when there is one."""
+    findings = await anyio.to_thread.run_sync(scan, summary, "context")
+    ids = [finding.pattern_id for finding in findings]
+    warning = compression.summary_warning(ids, compression.flagged_tools(middle), previous)
+    if warning is not None:
+        log.warning("the compaction summary carries a warning: %s", warning)
+    return warning
 
 
 async def _flush_memories(target: CompactionTarget) -> None:

@@ -3,6 +3,11 @@
 The system prompt only carries the cwd's context file and is frozen for the session (its prefix is
 cached), so an ``AGENTS.md`` deeper in the tree is delivered by appending it to the result of the
 tool call that first touched that directory. Each directory is looked at once per session.
+
+A hint is added after the registry scanned the tool's output, so it is scanned on its own: its text
+by ``load_context_text`` (a flagged file is replaced by a ``[BLOCKED: ...]`` line), and its path,
+which names folders of the project, by ``safe_label`` (a path that is not one clean printable line
+loads no hint).
 """
 
 from __future__ import annotations
@@ -68,15 +73,18 @@ class SubdirectoryHintTracker:
         return found[::-1]
 
     def _hint_for(self, directory: Path) -> str:
-        from acp_hermes.core.system_prompt import load_context_text  # with the first hint, not at start-up
+        from acp_hermes.core.system_prompt import load_context_text, safe_label  # with the first hint
 
         for name in HINT_FILENAMES:
             path = directory / name
             label = self._display(path)
             text = load_context_text(path, label, MAX_HINT_CHARS)
-            if text is not None:
-                log.debug("subdirectory hint loaded from %s", path)
-                return f"[Subdirectory context discovered: {label}]\n{text}"
+            if text is None:
+                continue
+            if not safe_label(label):  # the folder names in it would reach the model unscanned
+                return ""
+            log.debug("subdirectory hint loaded from %s", path)
+            return f"[Subdirectory context discovered: {label}]\n{text}"
         return ""
 
     def _display(self, path: Path) -> str:

@@ -5,6 +5,12 @@ everything here is a pure function of ``PromptInputs`` and the files on disk, wi
 ordering, no clock other than the injected ``now`` (date only) and nothing taken from the
 process's cwd or environment. Anything that changes during a session (hints, recall, warnings)
 belongs in user messages or tool results, never here.
+
+Text from files goes through ``memory.scan`` on its way in: context files and SOUL.md whole (a
+flagged one becomes a ``[BLOCKED: ...]`` line), the paths that label them (``safe_label``: a file
+whose name would not show as one clean line is not loaded), and the skills index line by line (a
+skill with an invalid name or a flagged description is left out). The memory snapshot comes
+scanned entry by entry from ``memory.store``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from datetime import datetime
 from pathlib import Path
 
 from acp_hermes.config import Paths
-from memory.scan import guard_context_text
+from memory.scan import first_threat, guard_context_text, scan
+from memory.skills import valid_name
 from memory.text import one_line
 
 log = logging.getLogger(__name__)
@@ -189,10 +196,22 @@ def _cursor_rules(cwd: Path, max_chars: int) -> list[ContextFile]:
     files = []
     for path in (cwd / ".cursorrules", *mdc):
         label = _relative_label(path, cwd)
+        if not safe_label(label):
+            continue
         text = load_context_text(path, label, max_chars)
         if text is not None:
             files.append(ContextFile(path, label, text))
     return files
+
+
+def safe_label(label: str) -> bool:
+    """Whether a label made of file or folder names (a project's own) may be shown in a prompt: one
+    printable line that does not trip the injection scanner. A file named with a newline and
+    "# System: ..." would otherwise forge a section of the prompt; the file is left out, logged."""
+    if len(label) <= 500 and label.isprintable() and not scan(label, "context"):
+        return True
+    log.warning("not loading the context file %r: its path is not safe to show in a prompt", label)
+    return False
 
 
 def _relative_label(path: Path, cwd: Path) -> str:
@@ -262,17 +281,33 @@ def _tool_guidance(tools: frozenset[str]) -> str:
 
 
 def _skills_index(skills: Sequence[tuple[str, str | None, str]]) -> str:
-    """The skills there are, grouped by category, one line each (the bodies load on demand)."""
-    if not skills:
+    """The skills there are, grouped by category, one line each (the bodies load on demand).
+
+    Names come from folder names and descriptions from files anyone may ship in a project's
+    ``.hermes/skills``, so a skill whose name or category is not a valid skill name, or whose
+    description (as shown) trips the injection scanner, is left out, with a log line. The skills
+    store leaves such skills out of its index already; this holds for whatever is passed in.
+    """
+    shown = [(name, category, one_line(description, SKILL_DESCRIPTION_CHARS))
+             for name, category, description in skills if _listable(name, category, description)]
+    if not shown:
         return ""
     lines = ["# Skills index\nLoad a matching skill with `skill_view(name)` before starting the task."]
-    for category, group in itertools.groupby(skills, key=lambda skill: skill[1]):
+    for category, group in itertools.groupby(shown, key=lambda skill: skill[1]):
         lines.append(f"## {category}" if category else "## general")
-        lines += [
-            f"- {name}: {guard_context_text(f'skill {name}', one_line(description, SKILL_DESCRIPTION_CHARS))}"
-            for name, _, description in group
-        ]
+        lines += [f"- {name}: {description}" for name, _, description in group]
     return "\n".join(lines)
+
+
+def _listable(name: str, category: str | None, description: str) -> bool:
+    if not valid_name(name) or (category is not None and not valid_name(category)):
+        log.warning("skills index: leaving out the skill %r (category %r): not a valid skill name", name, category)
+        return False
+    threat = first_threat(one_line(description, SKILL_DESCRIPTION_CHARS), "context")
+    if threat is not None:
+        log.warning("skills index: leaving out the skill %s: its description matches %s", name, threat)
+        return False
+    return True
 
 
 def _config_message(message: str | None) -> str:
