@@ -5,6 +5,10 @@ and arguments are validated against, the ACP kind and a title/locations presente
 editor, whether the tool reads or mutates (which decides the permission it needs) and whether
 it may run concurrently with its neighbours. Dispatch never raises for a bad call: unknown
 tools, invalid arguments and handler exceptions all become an error result for the model.
+
+The registry validates arguments against the agent's own schemas; a tool whose schema comes from
+outside (an MCP server's) brings its own check (``Tool.validate``, see ``tools.mcp.schema``), which
+bounds what a hostile schema can cost.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class ToolError(Exception):
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 Presenter = Callable[[dict[str, Any], ToolScope], Presentation]
 Restorer = Callable[[ToolScope, Any], None]
+ArgumentCheck = Callable[[dict[str, Any]], str | None]  # why arguments do not fit, or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +106,7 @@ class Tool:
     present: Presenter | None = None
     restore: Restorer | None = None  # puts back the session state a stored call left
     trusted_output: bool = False  # its result only echoes the agent's own state: not scanned
+    validate: ArgumentCheck | None = None  # a schema from outside: its own bounded check, not the registry's
 
     def presentation(self, args: dict[str, Any], scope: ToolScope) -> Presentation:
         if self.present is None:
@@ -158,10 +164,17 @@ class ToolRegistry:
         self._tools[tool.name] = tool
 
     def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
-        """This registry plus ``tools`` (a session's MCP tools), keeping the validators built so far."""
+        """This registry plus ``tools`` (a session's MCP tools), keeping the validators built so far.
+
+        A tool whose name is already taken is left out with a warning rather than raising: these
+        names come from outside, and a duplicate must not break every prompt of the session.
+        """
         registry = ToolRegistry(self._tools.values())
         registry._validators = dict(self._validators)
         for tool in tools:
+            if tool.name in registry._tools:
+                log.warning("tool %s is declared twice; the later one is left out", tool.name)
+                continue
             registry.register(tool)
         return registry
 
@@ -210,7 +223,8 @@ class ToolRegistry:
     def prepare(self) -> None:
         """Build every tool's argument validator now (importing jsonschema takes ~90 ms)."""
         for tool in self._tools.values():
-            self._validator(tool)
+            if tool.validate is None:
+                self._validator(tool)
 
     def _validator(self, tool: Tool) -> Any:
         validator = self._validators.get(tool.name)
@@ -222,15 +236,16 @@ class ToolRegistry:
         return validator
 
     def validation_error(self, tool: Tool, args: dict[str, Any]) -> str | None:
-        validator = self._validator(tool)
-        errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-        if not errors:
-            return None
-        parts = []
-        for error in errors[:5]:
-            where = "/".join(str(p) for p in error.absolute_path)
-            parts.append(f"{where}: {error.message}" if where else error.message)
-        return "; ".join(parts)
+        """Why ``args`` do not fit ``tool``'s schema, or None when they do; never raises."""
+        if tool.validate is not None:
+            return tool.validate(args)
+        try:
+            validator = self._validator(tool)
+            errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        except Exception as error:  # a broken schema refuses the call rather than the turn
+            log.exception("the schema of %s could not be applied", tool.name)
+            return f"the tool's input schema could not be applied: {type(error).__name__}: {error}"
+        return describe_errors(errors)
 
     async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Validate and run one call. Only cancellation propagates; every failure is a result."""
@@ -258,6 +273,17 @@ class ToolRegistry:
         if not tool.trusted_output:
             result.text = await _flag_injection(call.name, result.text)
         return result
+
+
+def describe_errors(errors: Sequence[Any]) -> str | None:
+    """The first five of jsonschema's ``errors`` (sorted by the caller) as one line, or None for none."""
+    if not errors:
+        return None
+    parts = []
+    for error in errors[:5]:
+        where = "/".join(str(p) for p in error.absolute_path)
+        parts.append(f"{where}: {error.message}" if where else error.message)
+    return "; ".join(parts)
 
 
 async def _run_handler(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResult:

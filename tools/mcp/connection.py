@@ -2,7 +2,10 @@
 
 ``run()`` owns the connection for its whole life (anyio scopes must close in the task that
 opened them): the session spawns it, calls go through ``call()`` from the turn's task, and
-``stop()`` ends it — which closes the transport and, for stdio, ends the server process.
+``stop()`` ends it — which closes the transport and, for stdio, ends the server process: the SDK
+closes its stdin, then sends ``SIGTERM`` and at last ``SIGKILL`` to its process group, so a server
+that ignores both its stdin closing and ``SIGTERM`` still ends. On Linux a stdio server runs through
+``tools/mcp/launcher.py`` (``tools.mcp.stdio``), which also kills its group whenever the agent dies.
 A server that does not answer within its ``connect_timeout``, fails to start, or closes the
 connection later is marked ``failed`` with a line saying why, and ``on_change`` tells the
 session so it can tell the user.
@@ -158,11 +161,15 @@ async def _connect(spec: McpServerSpec, cwd: Path, stack: AsyncExitStack, on_los
 
 def _transport(spec: McpServerSpec, cwd: Path, stack: AsyncExitStack) -> Any:
     if spec.transport == "stdio":
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+        from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
+
+        from tools.mcp.stdio import server_command
 
         workdir = Path(spec.cwd).expanduser() if spec.cwd else cwd
-        params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env) or None,
-                                       cwd=workdir if workdir.is_dir() else None)
+        workdir_or_none = workdir if workdir.is_dir() else None
+        command, args = server_command(spec.command, spec.args, get_default_environment() | dict(spec.env),
+                                       workdir_or_none)
+        params = StdioServerParameters(command=command, args=args, env=dict(spec.env) or None, cwd=workdir_or_none)
         return stdio_client(params)  # its stderr goes to ours: the editor's log for this agent
     if spec.transport == "sse":
         from mcp.client.sse import sse_client

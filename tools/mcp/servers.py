@@ -3,10 +3,20 @@
 Their tools join the session's registry as each server becomes ready (``tools()`` changes and
 ``version`` counts the changes), so a slow or broken server never holds up the others or the
 session; a turn that starts while servers still connect waits a short while for them first.
+
+**Tool names are unique in the session, and never change meaning in it.** Names are given when a
+server becomes ready, first come, first served: a tool gets ``tool_name()``; when an earlier tool
+already has that name (``a.b`` and ``a_b`` of one server, or the same tool of servers ``x.y`` and
+``x_y``) it gets ``suffixed_name()``, the same with a stable hash suffix; when that is taken too (a
+name made to collide) the tool is left out, with one warning in the log and a line in ``/mcp``, as
+is a tool its server lists twice. A name once given stays taken for the session, even after its
+server fails, so a name in the conversation always means the same tool. Two tools with one name
+would make every request to the model fail.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,9 +24,11 @@ from typing import Any
 import anyio
 
 from tools.mcp.connection import McpConnection
-from tools.mcp.specs import McpServerSpec
-from tools.mcp.tools import registry_tools
+from tools.mcp.specs import McpServerSpec, suffixed_name, tool_name
+from tools.mcp.tools import registry_tool
 from tools.registry import Tool
+
+log = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
@@ -28,6 +40,10 @@ class McpServers:
         self.connections = [McpConnection(spec, cwd, self._changed) for spec in specs]
         self.version = 0  # counts changes to the set of ready servers (and so to tools())
         self._tools: list[Tool] | None = None
+        # per server: the model's name of each of its tools, in its listing's order (None: left out)
+        self._names: dict[str, list[str | None]] = {}
+        self._notes: dict[tuple[str, int], str] = {}  # (server, index in its listing) → renamed or left out, why
+        self._taken: set[str] = set()
 
     def start(self, spawn: Spawn) -> None:
         for connection in self.connections:
@@ -36,7 +52,12 @@ class McpServers:
     def tools(self) -> list[Tool]:
         """The registry tools of every ready server, in the servers' order (stable for the prompt cache)."""
         if self._tools is None:
-            self._tools = [tool for connection in self.connections for tool in registry_tools(connection)]
+            self._tools = [
+                registry_tool(connection, remote, name)
+                for connection in self.connections if connection.status == "ready"
+                for remote, name in zip(connection.tools, self._names.get(connection.name, ()), strict=False)
+                if name is not None
+            ]
         return self._tools
 
     @property
@@ -61,14 +82,43 @@ class McpServers:
             status = connection.status + (f" — {connection.detail}" if connection.detail else "")
             lines.append(f"**{spec.name}** ({spec.transport}, from the {spec.source}): {status}")
             lines.append(f"  `{spec.target}`")
-            for remote in connection.tools if connection.status == "ready" else ():
+            for index, remote in enumerate(connection.tools if connection.status == "ready" else ()):
                 marker = " (read-only)" if remote.read_only else ""
                 summary = remote.description.splitlines()[0] if remote.description else ""
-                lines.append(f"  - `{remote.name}`{marker}" + (f": {summary}" if summary else ""))
+                note = self._notes.get((spec.name, index))
+                lines.append(f"  - `{remote.name}`{marker}" + (f" — {note}" if note else "")
+                             + (f": {summary}" if summary else ""))
         return lines
 
     def _changed(self, connection: McpConnection) -> None:
+        if connection.status == "ready" and connection.name not in self._names:
+            self._name_tools(connection)
         self._tools = None
         self.version += 1
         if self._on_change is not None:
             self._on_change(connection)
+
+    def _name_tools(self, connection: McpConnection) -> None:
+        server = connection.name
+        names: list[str | None] = []
+        listed: set[str] = set()
+        for index, remote in enumerate(connection.tools):
+            if remote.name in listed:  # a call names the tool: one of them is all the server can run
+                names.append(None)
+                log.warning("MCP server %s lists tool %r twice; the second is left out", server, remote.name)
+                self._notes[(server, index)] = "left out: its server lists it twice"
+                continue
+            listed.add(remote.name)
+            first, second = tool_name(server, remote.name), suffixed_name(server, remote.name)
+            name = next((candidate for candidate in (first, second) if candidate not in self._taken), None)
+            names.append(name)
+            if name is None:
+                log.warning("MCP server %s: tool %r left out: the names %s and %s are taken by other tools",
+                            server, remote.name, first, second)
+                self._notes[(server, index)] = f"left out: its name `{first}` is taken by another tool"
+                continue
+            self._taken.add(name)
+            if name != first:
+                log.info("MCP server %s: tool %r is %s (%s is taken)", server, remote.name, name, first)
+                self._notes[(server, index)] = f"offered as `{name}` (`{first}` is taken by another tool)"
+        self._names[server] = names

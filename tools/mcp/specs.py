@@ -19,6 +19,7 @@ the adapter) and ``mcp_servers`` in acp-hermes's own config, which has Hermes's 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,7 +30,8 @@ Source = Literal["editor", "config"]
 
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
-NAME_LIMIT = 64  # the Messages API's limit on a tool name
+NAME_LIMIT = 64  # the Messages API's rule for a tool name: ^[a-zA-Z0-9_-]{1,64}$
+SUFFIX_DIGITS = 8  # hex digits of the stable suffix that tells apart names that would be the same
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -54,9 +56,30 @@ class McpServerSpec:
 
 
 def tool_name(server: str, tool: str) -> str:
-    """The name the model sees for ``tool`` of ``server``: ``mcp__<server>__<tool>``, cut to the API's limit."""
-    name = f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"
-    return name[:NAME_LIMIT]
+    """The name the model sees for ``tool`` of ``server``: ``mcp__<server>__<tool>``, every run of characters
+    the API does not allow in a name replaced by ``_``.
+
+    A name longer than the API's 64 characters is cut and ends in the stable suffix of ``suffixed_name``
+    instead, so two long names that share their first characters still differ.
+    """
+    name = _joined(server, tool)
+    return name if len(name) <= NAME_LIMIT else suffixed_name(server, tool)
+
+
+def suffixed_name(server: str, tool: str) -> str:
+    """``tool_name`` made distinct: cut to leave room, then ``_`` and 8 hex digits of a hash of the
+    server's and the tool's own names (the same every time, so the name is stable across sessions).
+
+    For a tool whose ``tool_name`` another tool has already taken (``a.b`` and ``a_b`` of one server,
+    or the tools of servers ``x.y`` and ``x_y``); see ``tools.mcp.servers``.
+    """
+    raw = f"{server}\0{tool}".encode("utf-8", "surrogatepass")  # names from JSON may hold lone surrogates
+    digest = hashlib.sha256(raw).hexdigest()[:SUFFIX_DIGITS]
+    return f"{_joined(server, tool)[:NAME_LIMIT - SUFFIX_DIGITS - 1]}_{digest}"
+
+
+def _joined(server: str, tool: str) -> str:
+    return f"mcp__{_UNSAFE.sub('_', server)}__{_UNSAFE.sub('_', tool)}"
 
 
 def merged(configured: Iterable[McpServerSpec], from_editor: Iterable[McpServerSpec]) -> list[McpServerSpec]:

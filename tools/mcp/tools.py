@@ -2,8 +2,10 @@
 
 Each call goes through the permission gate (``ToolContext.authorize_external``): a tool its
 server annotates read-only runs without a question; any other asks in ``default`` mode, where
-"always" is remembered for that server and tool in this project. Results come back as text for
-the model; images and binary resources are named rather than inlined.
+"always" is remembered for that server and tool in this project. Its arguments are checked against
+the server's schema by ``tools.mcp.schema`` (bounded: a server's regex cannot freeze the agent).
+Results come back as text for the model; images and binary resources are named rather than inlined.
+The model's name for each tool is chosen by ``tools.mcp.servers`` (unique in the session).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tools.contracts import TextDisplay
 from tools.mcp.connection import McpConnection, RemoteTool, ServerGone
-from tools.mcp.specs import tool_name
+from tools.mcp.schema import SchemaCheck
 from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -24,14 +26,8 @@ if TYPE_CHECKING:
 DESCRIPTION_LIMIT = 2_000
 
 
-def registry_tools(connection: McpConnection) -> list[Tool]:
-    """The tools of a ready ``connection`` (none while it connects or after it failed)."""
-    if connection.status != "ready":
-        return []
-    return [_registry_tool(connection, remote) for remote in connection.tools]
-
-
-def _registry_tool(connection: McpConnection, remote: RemoteTool) -> Tool:
+def registry_tool(connection: McpConnection, remote: RemoteTool, name: str) -> Tool:
+    """``remote`` of ``connection`` as a registry tool the model knows as ``name``."""
     server = connection.name
     shown = remote.title or remote.name
 
@@ -51,7 +47,7 @@ def _registry_tool(connection: McpConnection, remote: RemoteTool) -> Tool:
 
     description = f"[MCP server {server}] {remote.description}".strip()
     return Tool(
-        name=tool_name(server, remote.name),
+        name=name,
         description=description[:DESCRIPTION_LIMIT],
         schema=remote.input_schema,
         handler=handler,
@@ -59,6 +55,7 @@ def _registry_tool(connection: McpConnection, remote: RemoteTool) -> Tool:
         access=Access.READ if remote.read_only else Access.EXECUTE,
         parallel_safe=remote.read_only,
         present=present,
+        validate=SchemaCheck(remote.input_schema).problem,
     )
 
 
