@@ -65,6 +65,11 @@ class Paths:
         return self.own / "state.db"
 
     @property
+    def quarantine(self) -> Path:
+        """What the sandbox moved out of a workspace: files a command created where they would run later."""
+        return self.own / "quarantine"
+
+    @property
     def memories(self) -> Path:
         return self.home / "memories"
 
@@ -120,6 +125,7 @@ class Settings(BaseModel):
     mcp_servers: dict[str, Any] = Field(default_factory=dict)  # MCP servers every session connects (tools.mcp.specs)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
+    sandbox_env: list[str] = Field(default_factory=list)  # more environment variables sandboxed commands see
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     memory_char_limit: int = Field(default=2_200, ge=100)
     user_char_limit: int = Field(default=1_375, ge=100)

@@ -253,7 +253,7 @@ class AllowAll:
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         return None
 
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: str = "file") -> None:
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: str = "file", **_: object) -> None:
         return None
 
 

@@ -9,7 +9,8 @@ requires, whatever its code does with its arguments.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
@@ -39,8 +40,10 @@ from tools.paths import is_within, resolve_path
 if TYPE_CHECKING:
     import subprocess
 
-    from tools.sandbox import Confinement, SessionSandbox
+    from tools.sandbox import SessionSandbox
+    from tools.secret_links import SecretLinks
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Why a tool reads: a file's text, a whole directory (a search), or a file's old text for an edit
@@ -71,7 +74,10 @@ class Gate(Protocol):
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
 
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
+                             links: Mapping[Path, Path] | None = None) -> None:
+        """``links``: those of ``paths`` that are hard links to a secret file, with its path; reading
+        one is reading that secret."""
         ...
 
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
@@ -81,11 +87,13 @@ class Gate(Protocol):
 
 
 class StateKey(Generic[T]):
-    """A typed slot in a session's ``ToolState``; the tool that declares it owns its contents."""
+    """A typed slot in a session's ``ToolState``; the tool that declares it owns its contents, and
+    ``close`` (when given) lets go of what they hold once the session ends."""
 
-    def __init__(self, name: str, initial: Callable[[], T]) -> None:
+    def __init__(self, name: str, initial: Callable[[], T], close: Callable[[T], None] | None = None) -> None:
         self.name = name
         self.initial = initial
+        self.close = close
 
     def __repr__(self) -> str:
         return f"StateKey({self.name!r})"
@@ -110,6 +118,16 @@ class ToolState:
     def __contains__(self, key: StateKey[Any]) -> bool:
         return key in self._values
 
+    def close(self) -> None:
+        """The session ended: each slot in use whose key has ``close`` lets go of what it holds
+        (background processes, temporary files). Must not block; safe to call twice."""
+        for key, held in list(self._values.items()):
+            if key.close is not None:
+                try:
+                    key.close(held)
+                except Exception:  # one tool's failure must not keep the others' from closing
+                    log.exception("closing the tool state %s failed", key.name)
+
 
 @dataclass(frozen=True)
 class ToolScope:
@@ -121,6 +139,7 @@ class ToolScope:
     services: ToolServices = field(default_factory=ToolServices)
     state: ToolState = field(default_factory=ToolState)
     sandbox: SessionSandbox | None = None  # None: this session has no sandbox at all
+    secret_links: SecretLinks | None = None  # None: hard links to secrets are not looked for
 
     def resolve(self, raw: str) -> Path:
         return resolve_path(raw, self.cwd)
@@ -208,8 +227,11 @@ class ToolContext:
         self._authorized_state.update(change.path for change in changes)
 
     async def authorize_read(self, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
-        """Ask to read ``paths`` (see ``ReadPurpose``); ``read_text`` asks by itself."""
-        await self.gate.authorize_read(self, paths, purpose)
+        """Ask to read ``paths`` (see ``ReadPurpose``); ``read_text`` asks by itself. A path that is a
+        hard link to a secret file is asked for as that secret."""
+        finder = self.scope.secret_links
+        links = await finder.secrets_behind(paths) if finder is not None else {}
+        await self.gate.authorize_read(self, paths, purpose, links=links)
         self._authorized_reads.update(paths)
 
     async def authorize_external(self, server: str, tool: str, arguments: dict[str, Any], *,
@@ -235,23 +257,46 @@ class ToolContext:
         await self.editor.delete_file(path)
 
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
-        confinement = self._confinement(request.command)
-        return await self.editor.run_command(replace(request, confinement=confinement), observer)
+        """Run an authorized command; a sandboxed one is audited after it (see ``SessionSandbox.audit``)."""
+        sandbox = self._sandbox_for(request.command)
+        if sandbox is None:
+            return await self.editor.run_command(replace(request, confinement=None), observer)
+        confinement = await anyio.to_thread.run_sync(sandbox.confinement, self._permit(request.command).network)
+        try:
+            outcome = await self.editor.run_command(replace(request, confinement=confinement), observer)
+        finally:
+            with anyio.CancelScope(shield=True):  # a cancelled command is audited all the same
+                moved = await anyio.to_thread.run_sync(sandbox.audit, confinement)
+        moved += sandbox.take_pending()  # what a background command that ended meanwhile left behind
+        if not moved:
+            return outcome
+        return CommandOutcome(outcome.output, outcome.exit_code, outcome.signal, outcome.timed_out,
+                              outcome.truncated, outcome.terminal_id, outcome.sandboxed,
+                              tuple(item.line() for item in moved))
 
     def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
-        return self.editor.start_detached(command, cwd, log_path, self._confinement(command))
+        sandbox = self._sandbox_for(command)
+        if sandbox is None:
+            return self.editor.start_detached(command, cwd, log_path, None)
+        confinement = sandbox.confinement(self._permit(command).network)
+        process = self.editor.start_detached(command, cwd, log_path, confinement)
+        sandbox.audit_when_done(process, confinement)
+        return process
 
-    def _confinement(self, command: str) -> Confinement | None:
-        """The sandbox the gate's permit puts ``command`` in (None: it runs unconfined)."""
+    def _permit(self, command: str) -> CommandPermit:
         permit = self._authorized_commands.get(command)
         self._require(permit is not None, f"command {command!r} was not authorized")
         assert permit is not None
-        if not permit.sandboxed:
+        return permit
+
+    def _sandbox_for(self, command: str) -> SessionSandbox | None:
+        """The sandbox the gate's permit puts ``command`` in (None: it runs unconfined)."""
+        if not self._permit(command).sandboxed:
             return None
         sandbox = self.scope.sandbox
         self._require(sandbox is not None and sandbox.available, f"command {command!r} may only run sandboxed")
         assert sandbox is not None
-        return sandbox.confinement(network=permit.network)
+        return sandbox
 
     async def call_external(self, server: str, tool: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call``, the MCP call of ``tool`` on ``server``, once the gate has allowed it."""
@@ -267,3 +312,4 @@ class ToolContext:
     def _require(authorized: bool, refusal: str) -> None:
         if not authorized:
             raise PermissionDenied(refusal)
+

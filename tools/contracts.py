@@ -144,6 +144,7 @@ class CommandOutcome:
     truncated: bool = False
     terminal_id: str | None = None
     sandboxed: bool = False
+    quarantined: tuple[str, ...] = ()  # what the sandbox moved out after it, one line each
 
 
 class CommandObserver(Protocol):

@@ -618,7 +618,8 @@ async def search_files(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
     await ctx.authorize_read((request.root,), "directory")
     try:
-        page = await run_search(request, ctx.cwd)
+        links = ctx.scope.secret_links
+        page = await run_search(request, ctx.cwd, secret_behind=links.secret_behind if links is not None else None)
     except SearchError as error:
         raise ToolError(str(error)) from None
     return ToolResult(page.text, display=(TextDisplay(page.text, fence=""),), locations=page.locations)

@@ -1,16 +1,31 @@
 """An OS sandbox around the commands the agent runs: the hard boundary behind the permission rules.
 
 Classifying shell text can never be complete, so a command that runs without asking runs inside
-a sandbox the kernel enforces: the whole file system read-only except the session's workspace
-roots and a private temp directory (``$TMPDIR``, at the same path inside and out, so the file
-tools see what commands leave there), the user's credentials and the agent's own home hidden,
-no network unless allowed, and every child process inside it too (in its own process namespace
-on Linux, so ending the sandbox ends them all: a cancelled command leaves nothing running). On Linux (and WSL2) that is
-bubblewrap; on macOS, ``sandbox-exec`` with a Seatbelt profile. The command line is wrapped,
-so the same boundary holds for a local subprocess and for a command in the editor's terminal.
+a sandbox the kernel enforces. On Linux (and WSL2) that is bubblewrap, set up in this order:
 
-What it does not do: it does not stop a command from damaging the workspace it may write, and
-it trusts the kernel features it uses (user namespaces; Seatbelt).
+1. the whole file system read-only; a minimal ``/dev``, a fresh ``/proc``;
+2. writable: the session's workspace roots and a private temp directory (``$TMPDIR``, at the
+   same path inside and out, so the file tools see what commands leave there);
+3. read-only again, inside those roots: whatever would run later outside the sandbox — every
+   ``.git``, ``.envrc``, ``.vscode/``, ``.mcp.json``, the project's ``.hermes/`` … and, in a home
+   folder that is part of the workspace, every dot-entry (``tools.protected_paths``); what a
+   command creates among them anyway is moved out after it (``SessionSandbox.audit``);
+4. hidden, last, so no writable root can un-hide them: the user's credentials and the agent's
+   own home (``$HERMES_HOME``);
+5. no capabilities, even when started as root (a new user namespace, every capability dropped,
+   no further user namespaces), its own process, IPC and (unless allowed) network namespaces;
+6. a seccomp filter that refuses Unix sockets (``tools.seccomp``): the ssh-agent, D-Bus, Docker
+   and X11 sockets stay out of reach through the read-only ``/``;
+7. an environment built from an allowlist (``tools.command_env``): no tokens, no socket addresses.
+
+The start-up probe checks from inside that the capability set is empty and the filter loaded;
+where it is not, there is no sandbox and the user is told. On macOS, ``sandbox-exec`` with a
+Seatbelt profile does the same with rules: writes only in the roots (never to the protected
+names, existing or new), no reads of the hidden paths, no network, no Unix sockets.
+
+What it does not do: it does not stop a command from damaging the workspace it may write, nor
+code the project itself runs later (its tests, build scripts, package scripts) from being
+changed; and it trusts the kernel features it uses (namespaces, seccomp; Seatbelt).
 """
 
 from __future__ import annotations
@@ -21,11 +36,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from memory.values import value
+from tools.command_env import command_environment
+from tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
+from tools.seccomp import LAUNCHER, filter_file
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +56,7 @@ HIDDEN_IN_HOME = (
     ".password-store", ".local/share/keyrings", ".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc",
     ".gem/credentials", ".cargo/credentials", ".cargo/credentials.toml", ".terraform.d/credentials.tfrc.json",
 )
-# Environment variables that are the agent's secrets, not the command's business.
-SECRET_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HERMES_API_KEY")
+NO_PROTECTION = Protection((), ())
 
 
 @value
@@ -47,9 +67,13 @@ class SandboxProfile:
     scratch: Path  # the session's private temp directory: $TMPDIR inside
     hidden: tuple[Path, ...]  # made empty and unreadable inside
     network: bool = False
+    read_only: tuple[Path, ...] = ()  # inside the writable roots: what runs later outside (found per command)
+    environment: tuple[tuple[str, str], ...] = ()  # the variables the command sees, all of them
+    seccomp: Path | None = None  # the filter bubblewrap loads
 
     def with_network(self) -> SandboxProfile:
-        return SandboxProfile(self.writable, self.scratch, self.hidden, True)
+        return SandboxProfile(self.writable, self.scratch, self.hidden, True, self.read_only, self.environment,
+                              self.seccomp)
 
 
 class Sandbox(Protocol):
@@ -65,25 +89,38 @@ class Sandbox(Protocol):
 class Bubblewrap:
     executable: str
     name: str = "bubblewrap"
+    disable_userns: bool = True  # bubblewrap 0.8 and later
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
         args = [
-            self.executable, "--die-with-parent", "--new-session", "--unshare-pid",
+            self.executable, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
+            "--unshare-user", *(["--disable-userns"] if self.disable_userns else []), "--cap-drop", "ALL",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--setenv", "TMPDIR", str(profile.scratch), "--setenv", "XDG_CACHE_HOME", str(profile.scratch / ".cache"),
         ]  # fmt: skip
-        for path in profile.hidden:
+        for root in (*profile.writable, profile.scratch):
+            args += ["--bind", str(root), str(root)]
+        for path in profile.read_only:
+            args += ["--ro-bind-try", str(path), str(path)]
+        # The filter's folder too: no command may rewrite the filter the next one loads.
+        hidden = (*profile.hidden, *([profile.seccomp.parent] if profile.seccomp is not None else []))
+        for path in hidden:  # after every writable bind: a root that holds one cannot un-hide it
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
-        for root in (*profile.writable, profile.scratch):
-            args += ["--bind", str(root), str(root)]
         if not profile.network:
             args.append("--unshare-net")
-        for name in SECRET_VARIABLES:
-            args += ["--unsetenv", name]
-        return [*args, "--", *argv]
+        args.append("--clearenv")
+        for name, text in (*profile.environment, *_scratch_variables(profile.scratch)):
+            args += ["--setenv", name, text]
+        if profile.seccomp is None:
+            return [*args, "--", *argv]
+        return ["/bin/sh", "-c", LAUNCHER, "sh", str(profile.seccomp), *args, "--seccomp", "3", "--", *argv]
+
+
+def _scratch_variables(scratch: Path) -> tuple[tuple[str, str], ...]:
+    """Temp files and caches go to the session's private directory."""
+    return ("TMPDIR", str(scratch)), ("XDG_CACHE_HOME", str(scratch / ".cache"))
 
 
 @value
@@ -92,24 +129,29 @@ class Seatbelt:
     name: str = "sandbox-exec"
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
-        return ["/usr/bin/env", *(f"-u{name}" for name in SECRET_VARIABLES),
-                f"TMPDIR={profile.scratch}", self.executable, "-p", seatbelt_profile(profile), "--", *argv]
+        variables = [f"{name}={text}" for name, text in (*profile.environment, *_scratch_variables(profile.scratch))]
+        return ["/usr/bin/env", "-i", *variables, self.executable, "-p", seatbelt_profile(profile), "--", *argv]
 
 
 def seatbelt_profile(profile: SandboxProfile) -> str:
-    """A Seatbelt (SBPL) profile: everything readable but the hidden paths, writes only where allowed."""
+    """A Seatbelt (SBPL) profile: everything readable but the hidden paths, writes only where allowed
+    and never to a protected name (a rule on the name also stops creating one), no Unix sockets."""
 
     def quoted(path: Path) -> str:
         return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     writable = " ".join(f"(subpath {quoted(path)})" for path in (*profile.writable, profile.scratch))
     hidden = " ".join(f"(subpath {quoted(path)})" for path in profile.hidden)
+    names = "|".join(sorted(name.replace(".", "\\.") for name in MANDATORY_NAMES))
     rules = [
         "(version 1)",
         "(allow default)",
         "(deny file-write*)",
         f"(allow file-write* {writable} (literal \"/dev/null\") (subpath \"/dev/fd\") (regex #\"^/dev/tty\"))",
+        f'(deny file-write* (regex #"/({names})(/|$)"))',
+        '(deny network-outbound (subpath "/"))',  # a path-based (Unix socket) address
     ]
+    rules += [f"(deny file-write* (subpath {quoted(path)}))" for path in profile.read_only]
     if hidden:
         rules.append(f"(deny file-read* {hidden})")
     if not profile.network:
@@ -132,8 +174,9 @@ class SandboxStatus:
 
 @functools.cache
 def detect() -> SandboxStatus:
-    """The sandbox this machine offers, tried once per process (a bubblewrap that exists but
-    cannot create namespaces, as under some container runtimes, does not count)."""
+    """The sandbox this machine offers, tried once per process: a bubblewrap that exists but cannot
+    create namespaces (as under some container runtimes), cannot drop every capability or cannot
+    load the socket filter does not count."""
     if sys.platform == "darwin":
         executable = shutil.which("sandbox-exec")
         if executable is None:
@@ -142,18 +185,38 @@ def detect() -> SandboxStatus:
     executable = shutil.which("bwrap")
     if executable is None:
         return SandboxStatus(None, "bubblewrap (bwrap) not found: install the bubblewrap package")
-    try:
-        probe = subprocess.run(
-            [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"],
-            capture_output=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return SandboxStatus(None, f"bubblewrap does not start: {exc}")
+    seccomp = filter_file()
+    if seccomp is None:
+        return SandboxStatus(None, "no seccomp filter for this machine's architecture, so host sockets stay reachable")
+    failure = ""
+    for sandbox in (Bubblewrap(executable), Bubblewrap(executable, disable_userns=False)):
+        failure = _probe(sandbox, seccomp)
+        if not failure:
+            version = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                                     check=False).stdout.strip()
+            return SandboxStatus(sandbox, f"{version or 'bubblewrap'} ({executable})")
+    return SandboxStatus(None, failure)
+
+
+def _probe(sandbox: Bubblewrap, seccomp: Path) -> str:
+    """Why ``sandbox`` does not hold on this machine, or "" when it does (checked from inside)."""
+    with tempfile.TemporaryDirectory(prefix="acp-hermes-probe-") as scratch:
+        profile = SandboxProfile((), Path(scratch), (), environment=(("PATH", "/usr/bin:/bin"),), seccomp=seccomp)
+        try:
+            probe = subprocess.run(sandbox.wrap(["cat", "/proc/self/status"], profile), capture_output=True,
+                                   timeout=10, check=False, text=True)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap does not start: {exc}"
     if probe.returncode != 0:
-        detail = probe.stderr.decode(errors="replace").strip() or f"exit status {probe.returncode}"
-        return SandboxStatus(None, f"bubblewrap cannot create a sandbox here: {detail}")
-    version = subprocess.run([executable, "--version"], capture_output=True, text=True, check=False).stdout.strip()
-    return SandboxStatus(Bubblewrap(executable), f"{version or 'bubblewrap'} ({executable})")
+        detail = probe.stderr.strip().splitlines()[-1:] or [f"exit status {probe.returncode}"]
+        return f"bubblewrap cannot create a sandbox here: {detail[0]}"
+    status = dict(line.split(":", 1) for line in probe.stdout.splitlines() if ":" in line)
+    capabilities = status.get("CapEff", "").strip()
+    if int(capabilities or "1", 16) != 0:
+        return f"bubblewrap cannot drop every capability here (CapEff {capabilities or 'unknown'})"
+    if status.get("Seccomp", "").strip() != "2":
+        return "bubblewrap did not load the seccomp filter"
+    return ""
 
 
 def hidden_paths(home: Path, hermes_home: Path) -> tuple[Path, ...]:
@@ -164,10 +227,11 @@ def hidden_paths(home: Path, hermes_home: Path) -> tuple[Path, ...]:
 
 @value
 class Confinement:
-    """One command's sandbox: the sandbox to wrap it in and what it may touch."""
+    """One command's sandbox: the sandbox to wrap it in, what it may touch, what was protected."""
 
     sandbox: Sandbox
     profile: SandboxProfile
+    protection: Protection = NO_PROTECTION
 
     def wrap(self, argv: list[str]) -> list[str]:
         return self.sandbox.wrap(argv, self.profile)
@@ -177,13 +241,21 @@ class SessionSandbox:
     """One session's use of the sandbox: on or off, what it allows, its private temp directory."""
 
     def __init__(self, *, enabled: bool, writable: tuple[Path, ...], hidden: tuple[Path, ...],
-                 network_allowed: bool, session_id: str) -> None:
+                 network_allowed: bool, session_id: str, home: Path | None = None, quarantine: Path | None = None,
+                 extra_environment: tuple[str, ...] = (), environ: Mapping[str, str] | None = None) -> None:
         self.enabled = enabled
-        self.writable = writable
+        self.writable = tuple(Path(os.path.realpath(root)) for root in writable)
         self.hidden = hidden
         self.network_allowed = network_allowed
+        self.home = Path(os.path.realpath(home or Path.home()))
+        self.quarantine = quarantine or Path(tempfile.gettempdir()) / "acp-hermes-quarantine"
+        self._extra_environment = extra_environment
+        self._environ = environ if environ is not None else os.environ
         self._session_id = session_id
         self._scratch: Path | None = None
+        self._pending: list[Quarantined] = []  # moved after a background command, not yet reported
+        self._lock = threading.Lock()  # the folder listings and the pending list, shared by worker threads
+        self._listings: Listings = {}
 
     @property
     def status(self) -> SandboxStatus:
@@ -195,18 +267,52 @@ class SessionSandbox:
     def available(self) -> bool:
         return self.status.available
 
+    @property
+    def holds_home(self) -> bool:
+        """Whether a workspace root is (or contains) the home folder."""
+        return any(self.home == root or root in self.home.parents for root in self.writable)
+
     def confinement(self, network: bool) -> Confinement:
+        """One command's sandbox, with what is protected in the workspace right now (blocking: it
+        looks through the workspace; call it off the event loop)."""
         sandbox = self.status.sandbox
         if sandbox is None:
             raise RuntimeError(f"no sandbox: {self.status.detail}")
-        profile = SandboxProfile(self.writable, self.scratch(), self.hidden, network or self.network_allowed)
-        return Confinement(sandbox, profile)
+        network = network or self.network_allowed
+        with self._lock:
+            protection = scan(self.writable, self.home, self._listings)
+        environment = command_environment(self._environ, network=network, extra=self._extra_environment)
+        seccomp = filter_file() if isinstance(sandbox, Bubblewrap) else None
+        profile = SandboxProfile(self.writable, self.scratch(), self.hidden, network, protection.read_only,
+                                 tuple(sorted(environment.items())), seccomp)
+        return Confinement(sandbox, profile, protection)
+
+    def audit(self, confinement: Confinement) -> list[Quarantined]:
+        """After a command ran in ``confinement``: move out what it created that would run later
+        outside the sandbox (blocking: call it off the event loop)."""
+        with self._lock:
+            return audit(confinement.protection, self.writable, self.home, self.quarantine, self._listings)
+
+    def audit_when_done(self, process: subprocess.Popen[bytes], confinement: Confinement) -> None:
+        """Audit a background command when it ends (on a thread of its own); ``take_pending`` reports it."""
+
+        def watch() -> None:
+            process.wait()
+            moved = self.audit(confinement)
+            with self._lock:
+                self._pending += moved
+
+        threading.Thread(target=watch, name=f"sandbox-audit-{process.pid}", daemon=True).start()
+
+    def take_pending(self) -> list[Quarantined]:
+        """What background commands' audits moved since the last call."""
+        with self._lock:
+            moved, self._pending = self._pending, []
+        return moved
 
     def scratch(self) -> Path:
         """The session's private temp directory ($TMPDIR inside the sandbox), made on first use."""
         if self._scratch is None:
-            import tempfile
-
             tag = "".join(c for c in self._session_id if c.isalnum() or c in "-_")[:32] or "session"
             self._scratch = Path(tempfile.mkdtemp(prefix=f"acp-hermes-sandbox-{tag}-"))
         return self._scratch
@@ -214,8 +320,6 @@ class SessionSandbox:
     def discard(self) -> None:
         """Remove the private temp directory (the session ended); a later command would get a new one."""
         if self._scratch is not None:
-            import shutil
-
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
 
@@ -225,10 +329,24 @@ class SessionSandbox:
         if not status.available:
             return [f"no sandbox: {status.detail}", "every command asks before it runs, as without a sandbox"]
         network = "allowed" if self.network_allowed else "off (a command that needs it asks first)"
-        return [
+        lines = [
             f"sandbox: {status.detail}",
             f"writable: {', '.join(str(path) for path in self.writable)} and a private $TMPDIR "
             f"({self.scratch()}); everything else read-only",
+            "read-only inside the workspace: every .git and " + ", ".join(sorted(MANDATORY_NAMES - {".git"}))
+            + " (what would run later outside the sandbox); what a command creates among them is moved to "
+            f"{self.quarantine}",
             f"hidden: {', '.join(str(path) for path in self.hidden if path.exists()) or '(none present)'}",
-            f"network: {network}",
+            f"network: {network}; Unix sockets (ssh-agent, D-Bus, Docker) refused; no capabilities, even as root",
+            "environment: only the variables commands need (PATH, HOME, locale, terminal, toolchains); no tokens",
         ]
+        if self.holds_home:
+            lines.append(HOME_NOTICE)
+        return lines
+
+
+HOME_NOTICE = (
+    "⚠️ The workspace holds your home folder. Commands are confined all the same: credentials and the agent's "
+    "own home stay hidden, and every dot-file and dot-folder there (shell start-up files, tool configuration, "
+    "~/.local/bin) is read-only to them; everything else in it is writable by commands that run unasked."
+)

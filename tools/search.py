@@ -26,6 +26,7 @@ import anyio.abc
 
 from tools.contracts import Location
 from tools.paths import is_within
+from tools.safe_git import helper_argv, helper_environment
 from tools.sensitive_paths import sensitive_path_reason
 
 Engine = Literal["auto", "ripgrep", "python"]
@@ -98,8 +99,10 @@ def display_path(path: Path, base: Path) -> str:
     return str(path)
 
 
-async def run_search(request: SearchRequest, base: Path, *, engine: Engine = "auto") -> SearchPage:
-    """Run ``request`` and render one page of results with paths relative to ``base``."""
+async def run_search(request: SearchRequest, base: Path, *, engine: Engine = "auto",
+                     secret_behind: Callable[[Path], Path | None] | None = None) -> SearchPage:
+    """Run ``request`` and render one page of results with paths relative to ``base``;
+    ``secret_behind`` (blocking) names the secret file a path is a hard link to, if any."""
     if not request.root.exists():
         raise SearchError(f"the search path {display_path(request.root, base)} does not exist.")
     if request.target == "files":
@@ -109,6 +112,9 @@ async def run_search(request: SearchRequest, base: Path, *, engine: Engine = "au
         request.root, request.pattern, file_glob=request.file_glob, context=request.context, engine=engine
     )
     results, withheld = _without_secrets(results, request.root)
+    if secret_behind is not None and results.files:
+        results, linked = await anyio.to_thread.run_sync(_without_links, results, request.root, secret_behind)
+        withheld += linked
     page = format_content_page(results, request, base)
     if not withheld:
         return page
@@ -122,6 +128,13 @@ def _without_secrets(results: ContentResults, root: Path) -> tuple[ContentResult
     (reading it was then asked for as such)."""
     home = Path.home()
     kept = tuple(hits for hits in results.files if hits.path == root or not sensitive_path_reason(hits.path, home))
+    return replace(results, files=kept), len(results.files) - len(kept)
+
+
+def _without_links(results: ContentResults, root: Path,
+                   secret_behind: Callable[[Path], Path | None]) -> tuple[ContentResults, int]:
+    """Drop matches in hard links to secret files, as ``_without_secrets`` drops the secrets."""
+    kept = tuple(hits for hits in results.files if hits.path == root or secret_behind(hits.path) is None)
     return replace(results, files=kept), len(results.files) - len(kept)
 
 
@@ -198,8 +211,8 @@ async def _in_git_work_tree(directory: Path) -> bool:
     git = shutil.which("git")
     if git is None:
         return False
-    command = [git, "-C", str(directory), "rev-parse", "--is-inside-work-tree"]
-    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL)
+    command = helper_argv(git, "-C", str(directory), "rev-parse", "--is-inside-work-tree")
+    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL, env=helper_environment())
     return result.returncode == 0 and result.stdout.strip() == b"true"
 
 
@@ -309,8 +322,8 @@ async def _git_listing(root: Path) -> list[str] | None:
     git = shutil.which("git")
     if git is None:
         return None
-    command = [git, "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z"]
-    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL)
+    command = helper_argv(git, "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL, env=helper_environment())
     if result.returncode != 0:
         return None
     return [os.fsdecode(raw) for raw in result.stdout.split(b"\0") if raw]

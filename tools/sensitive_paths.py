@@ -13,13 +13,30 @@ PROFILE_NAMES = frozenset({
     ".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zlogout",
 })
 
-_VCS_AND_SSH_DIRS = {".git": "inside a .git directory (hooks run code)", ".ssh": "inside an SSH directory"}
+_IN_GIT = "inside a .git directory (hooks run code)"
+_SHELL_PROFILE = "shell profile"
+_GIT_CONFIGURATION = "git configuration (it can make git run programs)"
+_SYSTEM_CONFIGURATION = "system configuration"
+# Reasons of paths that are sensitive because they run code or configure the system, not because
+# they hold secrets: a command may read them like any file.
+_NOT_SECRET = frozenset({_IN_GIT, _SHELL_PROFILE, _GIT_CONFIGURATION, _SYSTEM_CONFIGURATION})
+_VCS_AND_SSH_DIRS = {".git": _IN_GIT, ".ssh": "inside an SSH directory"}
 _HOME_CREDENTIAL_DIRS = {
     ".gnupg": "the GnuPG keyring",
     ".aws": "AWS credentials",
     ".kube": "Kubernetes credentials",
     ".docker": "Docker credentials",
     ".azure": "Azure credentials",
+    # the rest of what the sandbox hides (tools.sandbox.HIDDEN_IN_HOME)
+    ".config/gcloud": "Google Cloud credentials",
+    ".config/gh": "GitHub CLI credentials",
+    ".config/hub": "GitHub credentials (hub)",
+    ".password-store": "the password store",
+    ".local/share/keyrings": "the desktop keyring",
+    ".gem/credentials": "RubyGems credentials",
+    ".cargo/credentials": "Cargo credentials",
+    ".cargo/credentials.toml": "Cargo credentials",
+    ".terraform.d/credentials.tfrc.json": "Terraform credentials",
 }
 _CREDENTIAL_FILES = frozenset({".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials"})
 _PRIVATE_KEY_NAMES = frozenset({"id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk"})
@@ -30,8 +47,9 @@ _ENV_TEMPLATES = frozenset({".env.example", ".env.sample", ".env.template", ".en
 def sensitive_path_reason(path: Path, home: Path, *, hermes_home: Path | None = None) -> str | None:
     """Why reading or writing ``path`` (absolute) always needs the user's approval, or None.
 
-    Covers any ``.git`` or ``.ssh`` directory, credential directories in ``home`` (``.aws``,
-    ``.kube``, ``.docker``, ``.gnupg``, ``.azure``; a project's own ``.docker/`` is fine),
+    Covers any ``.git`` or ``.ssh`` directory, credential directories and files in ``home`` (``.aws``,
+    ``.kube``, ``.docker``, ``.gnupg``, ``.azure``, ``.config/gh``, the rest the sandbox hides; a
+    project's own ``.docker/`` is fine),
     credential files and private keys, environment files (``.env``, ``.env.*`` and direnv's
     ``.envrc``, but not committed templates like ``.env.example``), shell profiles and the git
     configuration in ``home``,
@@ -56,9 +74,16 @@ def sensitive_path_reason(path: Path, home: Path, *, hermes_home: Path | None = 
     if name == "authorized_keys":
         return "SSH authorized keys"
     if (path.parent == home and name in PROFILE_NAMES) or path == home / ".config" / "fish" / "config.fish":
-        return "shell profile"
+        return _SHELL_PROFILE
     if path in (home / ".gitconfig", home / ".config" / "git" / "config"):
-        return "git configuration (it can make git run programs)"
+        return _GIT_CONFIGURATION
     if parts[:2] == ["/", "etc"]:
-        return "system configuration"
+        return _SYSTEM_CONFIGURATION
     return None
+
+
+def secret_path_reason(path: Path, home: Path, *, hermes_home: Path | None = None) -> str | None:
+    """Why ``path`` holds secrets (keys, credentials, environment files, the agent's own home), or
+    None: ``sensitive_path_reason`` without the paths that only run code, which commands read freely."""
+    reason = sensitive_path_reason(path, home, hermes_home=hermes_home)
+    return None if reason in _NOT_SECRET else reason

@@ -3,17 +3,22 @@
 Foreground commands run through the editor (the client's terminal when it offers one, a local
 subprocess otherwise) and show their output in the tool call while they run; a timeout or a
 cancelled turn kills the whole process tree. Background commands are detached from the turn:
-they write to a log file the model can read later and keep running after the turn ends. Either
-way the gate sees the exact command and directory first, and a refused command never starts.
+they write to a log file the model can read later and keep running after the turn ends, until
+the session ends (closed, deleted, or the editor gone), which ends them and removes their logs.
+Either way the gate sees the exact command and directory first, and a refused command never starts.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import re
+import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +38,8 @@ MIN_TIMEOUT = 1.0
 MAX_TIMEOUT = 3600.0
 _TITLE_CHARS = 80
 _DISPLAY_CHARS = 60_000  # output shown in the tool call; the newest part is kept
+STOP_GRACE_SECONDS = 2.0  # background jobs of an ended session: SIGTERM, then SIGKILL after this
+_STOP_POLL_SECONDS = 0.05
 
 DESCRIPTION = (
     "Run a shell command in the workspace and get its output (stdout and stderr together) and exit "
@@ -178,13 +185,15 @@ def _foreground_result(command: str, outcome: CommandOutcome, timeout: float) ->
     hint = ""
     if outcome.sandboxed and outcome.exit_code != 0 and any(sign in output for sign in _SANDBOX_FAILURES):
         hint = f"\n{SANDBOX_HINT}"
+    moved = "".join(f"\n[⚠️ {line}]" for line in outcome.quarantined)
     display: tuple[Display, ...]
     if outcome.terminal_id is not None:
         display = (TerminalDisplay(outcome.terminal_id), TextDisplay(shown_status))
     else:
         display = (TextDisplay(_transcript(command, outcome.output, f"[{status}]"), fence=""),)
+    display += tuple(TextDisplay(f"⚠️ {line}") for line in outcome.quarantined)
     return ToolResult(
-        text=f"{output}{separator}[{status}{note}]{hint}",
+        text=f"{output}{separator}[{status}{note}]{hint}{moved}",
         ok=outcome.exit_code == 0 and not outcome.timed_out,
         display=display,
         raw_output={"exit_code": outcome.exit_code, "timed_out": outcome.timed_out, "truncated": outcome.truncated},
@@ -225,8 +234,47 @@ class BackgroundJobs:
             self._directory = Path(tempfile.mkdtemp(prefix=f"acp-hermes-{tag}-"))
         return self._directory
 
+    def close(self) -> None:
+        """The session ended: SIGTERM each running job's process group now; on a thread (not a daemon,
+        so an exiting agent waits for it), SIGKILL what is left after ``STOP_GRACE_SECONDS``, then
+        remove the log directory. Safe to call twice.
 
-BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs)
+        A job whose first process has already exited is left alone: its group id may by now belong
+        to someone else's processes (a finished group's id can be reused), so nothing is sent to it.
+        """
+        groups = [job.pid for job in self.jobs if job.exit_code is None]  # each job leads its own group
+        directory, self.jobs, self._directory = self._directory, [], None
+        if not groups and directory is None:
+            return
+        for group in groups:
+            _signal_group(group, signal.SIGTERM)
+        log.info("session ended: stopping %d background command(s)", len(groups))
+        threading.Thread(target=_finish_stopping, args=(groups, directory), name="background-jobs-stop").start()
+
+
+def _signal_group(group: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``group`` (0: only look); False once the group is gone."""
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):  # gone (a PermissionError: the id is no longer ours)
+        return False
+    return True
+
+
+def _finish_stopping(groups: list[int], directory: Path | None) -> None:
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    alive = groups
+    while alive and time.monotonic() < deadline:
+        time.sleep(_STOP_POLL_SECONDS)
+        alive = [group for group in alive if _signal_group(group, 0)]
+    for group in alive:
+        if _signal_group(group, signal.SIGKILL):
+            log.info("background command %d ignored SIGTERM: killed", group)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs, close=BackgroundJobs.close)
 
 
 def _start_in_background(command: str, cwd: Path, ctx: ToolContext) -> ToolResult:

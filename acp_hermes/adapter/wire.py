@@ -18,7 +18,7 @@ import re
 import stat
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pydantic_core import to_json
@@ -116,8 +116,9 @@ def too_deep(line: bytes, limit: int = MAX_NESTING) -> bool:
     return False
 
 
-def top_level_id(line: bytes) -> Any:
-    """The ``id`` of a JSON-RPC message read without parsing it (for one too deep to parse), or None."""
+def _top_level(line: bytes) -> Iterator[tuple[str, bytes]]:
+    """The keys of a JSON object, each with its value's first token, read without parsing it (for
+    one too deep to parse). Stops where the text stops looking like an object."""
     depth = 0
     previous = b""
     tokens = _TOKEN.finditer(line)
@@ -129,14 +130,39 @@ def top_level_id(line: bytes) -> Any:
             depth += 1
         elif text in (b"]", b"}"):
             depth -= 1
-        elif depth == 1 and is_key and text == b'"id"' and next(tokens, None) is not None:  # the ':'
-            value = next(tokens, None)
+        elif depth == 1 and is_key and text.startswith(b'"'):
+            colon, value = next(tokens, None), next(tokens, None)
+            if colon is None or colon.group(0) != b":" or value is None:
+                return
+            previous = value.group(0)
+            if previous in (b"[", b"{"):
+                depth += 1
             try:
-                found = json.loads(value.group(0)) if value is not None else None
+                key = json.loads(text)
+            except ValueError:
+                continue
+            yield key, previous
+
+
+def top_level_id(line: bytes) -> Any:
+    """The ``id`` of a JSON-RPC message read without parsing it (for one too deep to parse), or None."""
+    for key, value in _top_level(line):
+        if key == "id":
+            try:
+                found = json.loads(value)
             except ValueError:
                 return None
             return found if isinstance(found, (str, int, float)) and not isinstance(found, bool) else None
     return None
+
+
+def is_response(line: bytes) -> bool:
+    """Whether a JSON-RPC message read without parsing it is a response: an object with a
+    ``result`` or an ``error`` and no ``method``."""
+    if not line.lstrip().startswith(b"{"):
+        return False
+    keys = {key for key, _ in _top_level(line)}
+    return "method" not in keys and bool(keys & {"result", "error"})
 
 
 def _keep_meta_out_of_arguments(message: dict[str, Any]) -> None:
@@ -243,10 +269,18 @@ class StdioTransport:
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
         """The message, or None after answering (or logging) why it cannot be served."""
         if too_deep(line):
+            details = {"details": f"the message is nested deeper than {MAX_NESTING} levels"}
+            if is_response(line):
+                # The client's answer to one of our requests: nothing is sent back (a response is
+                # never answered), but the request it answers must not wait for ever. It fails.
+                request_id = top_level_id(line)
+                log.warning("response to request %r nested deeper than %d levels: the request fails",
+                            request_id, MAX_NESTING)
+                if request_id is None:
+                    return None
+                return _error(INVALID_REQUEST, "Invalid Request", details, request_id)
             log.warning("JSON-RPC message nested deeper than %d levels refused", MAX_NESTING)
-            await self.send(_error(INVALID_REQUEST, "Invalid Request",
-                                   {"details": f"the message is nested deeper than {MAX_NESTING} levels"},
-                                   top_level_id(line)))
+            await self.send(_error(INVALID_REQUEST, "Invalid Request", details, top_level_id(line)))
             return None
         try:
             message = json.loads(line)

@@ -182,13 +182,18 @@ def _editors(problems: list[str]) -> None:
 def _sandbox_status(settings: Settings | None) -> str:
     if settings is not None and settings.sandbox == "off":
         return "command sandbox: turned off in the configuration (sandbox: off)"
-    from tools.sandbox import detect
+    from tools.sandbox import HOME_NOTICE, detect
 
     status = detect()
     network = "network allowed" if settings is not None and settings.sandbox_network else "no network"
-    if status.available:
-        return f"command sandbox: {status.detail}; workspace and $TMPDIR writable, credentials hidden, {network}"
-    return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
+    if not status.available:
+        return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
+    line = (f"command sandbox: {status.detail}; workspace and $TMPDIR writable, .git/.envrc/.vscode/… read-only, "
+            f"credentials hidden, no Unix sockets, no capabilities, {network}")
+    here, home = Path.cwd().resolve(), Path.home().resolve()
+    if here == home or here in home.parents:
+        line += f"\n  a session opened here ({here}): " + HOME_NOTICE.removeprefix("⚠️ ")
+    return line
 
 
 def run_doctor(*, repair: bool = False) -> int:

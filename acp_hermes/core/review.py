@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,7 +193,8 @@ class _ReviewGate:
                                 outside_sandbox: bool = False) -> CommandPermit:
         raise PermissionDenied("A background review only updates memory and skills.")
 
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
+                             links: Mapping[Path, Path] | None = None) -> None:
         raise PermissionDenied("A background review only updates memory and skills.")
 
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,

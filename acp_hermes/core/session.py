@@ -70,6 +70,7 @@ class Session:
     ) -> None:
         from acp_hermes.core.review import Nudges  # sessions only: kept off start-up
         from tools.sandbox import SessionSandbox, hidden_paths
+        from tools.secret_links import SecretLinks
 
         self.id = session_id
         self.cwd = cwd
@@ -104,7 +105,10 @@ class Session:
                 hidden=hidden_paths(Path.home(), runtime.paths.home),
                 network_allowed=runtime.settings.sandbox_network,
                 session_id=session_id,
+                quarantine=runtime.paths.quarantine,
+                extra_environment=tuple(runtime.settings.sandbox_env),
             ),
+            secret_links=SecretLinks(Path.home(), runtime.paths.home),
         )
         self._hints = SubdirectoryHintTracker(cwd, additional_directories)
         # (tool name, raw output) of the calls a restored session had completed: its tools get their
@@ -427,6 +431,7 @@ class Session:
         self.closed = True
         if self.mcp is not None:
             self.mcp.stop()
+        self.tools.state.close()  # background commands end with the session
         if self.tools.sandbox is not None:
             self.tools.sandbox.discard()
         for scope in list(self._reviews):

@@ -14,6 +14,7 @@ so quoting, prefixes and nesting do not hide what runs, and quoted prose
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import posixpath
 import re
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from acp_hermes.permissions.grant_options import unlisted_options
 from acp_hermes.permissions.shell_parse import (
     READERS,
     Command,
@@ -38,7 +40,8 @@ from acp_hermes.permissions.shell_parse import (
     program_source,
     skip_options,
 )
-from tools.sensitive_paths import PROFILE_NAMES, sensitive_path_reason
+from tools.protected_paths import protected_reason
+from tools.sensitive_paths import PROFILE_NAMES, secret_path_reason, sensitive_path_reason
 
 RiskLevel = Literal["normal", "dangerous", "catastrophic"]
 
@@ -55,7 +58,11 @@ class CommandRisk:
     ``network`` says the line probably needs the network (a sandbox without it would make it
     fail), ``outside_writes`` names the paths outside the workspace it writes and
     ``scratch_writes`` those in shared temp directories (/tmp): harmless as such, but outside a
-    sandbox's private ``$TMPDIR``.
+    sandbox's private ``$TMPDIR``. ``protected_writes`` are what it writes that the sandbox keeps
+    read-only because it would run later outside it (a repository's ``.git``, ``.envrc`` …): such a
+    line can only run outside the sandbox. ``opaque`` says why the analysis cannot see every
+    program the line runs (inline interpreter code, a program named at run time …): without a
+    sandbox such a line never runs unasked.
     """
 
     level: RiskLevel
@@ -63,6 +70,8 @@ class CommandRisk:
     network: bool = False
     outside_writes: tuple[str, ...] = ()
     scratch_writes: tuple[str, ...] = ()
+    protected_writes: tuple[str, ...] = ()
+    opaque: tuple[str, ...] = ()
 
 
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
@@ -83,10 +92,12 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/
 _USER_HOME = re.compile(r"~([A-Za-z0-9._-]+)(/.*)?", re.S)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Env:
     home: str
     roots: tuple[str, ...]
+    cwd: str | None  # where relative paths land: the command's directory, as ``cd`` on the line changes it
+    hermes_home: str | None = None  # the agent's own home: secrets
 
 
 def _expand_home(text: str, home: str) -> str:
@@ -170,6 +181,8 @@ class _Findings:
         self.network = False
         self.outside_writes: list[str] = []
         self.scratch_writes: list[str] = []
+        self.protected_writes: list[str] = []
+        self.opaque: list[str] = []
 
     def add(self, level: RiskLevel, reason: str) -> None:
         if (level, reason) not in self._found:
@@ -181,13 +194,19 @@ class _Findings:
     def catastrophic(self, reason: str) -> None:
         self.add("catastrophic", reason)
 
+    def hidden(self, reason: str) -> None:
+        """The analysis cannot see what runs: the line asks wherever no sandbox holds it."""
+        self.opaque.append(reason)
+        self.dangerous(f"runs what acp-hermes cannot see in full ({reason})")
+
     def risk(self) -> CommandRisk:
         outside, scratch = tuple(dict.fromkeys(self.outside_writes)), tuple(dict.fromkeys(self.scratch_writes))
+        protected, opaque = tuple(dict.fromkeys(self.protected_writes)), tuple(dict.fromkeys(self.opaque))
         if not self._found:
-            return CommandRisk("normal", (), self.network, outside, scratch)
+            return CommandRisk("normal", (), self.network, outside, scratch, protected, opaque)
         ordered = sorted(self._found, key=lambda found: -_RANK[found[0]])
         reasons = tuple(dict.fromkeys(reason for _, reason in ordered))
-        return CommandRisk(ordered[0][0], reasons, self.network, outside, scratch)
+        return CommandRisk(ordered[0][0], reasons, self.network, outside, scratch, protected, opaque)
 
 
 @dataclass
@@ -205,15 +224,21 @@ class _Call:
         return [word.text for word in self.words[1:]]
 
 
-def assess_command(command: str, *, home: Path | None = None, roots: Sequence[Path] = ()) -> CommandRisk:
+def assess_command(command: str, *, home: Path | None = None, roots: Sequence[Path] = (),
+                   cwd: Path | None = None, hermes_home: Path | None = None) -> CommandRisk:
     """Classify a shell command line.
 
     ``home`` defaults to the user's home directory; ``roots`` are the workspace roots, used to
-    tell a recursive ``chmod``/``chown`` inside the project from one outside it.
+    tell a recursive ``chmod``/``chown`` inside the project from one outside it; ``cwd`` is where
+    the line runs (the tool's ``workdir``; the first root by default): relative paths land there,
+    or wherever a ``cd`` on the line leads.
     """
+    normalised_roots = tuple(posixpath.normpath(str(root)) for root in roots)
     env = _Env(
         home=posixpath.normpath(str(home) if home is not None else os.path.expanduser("~")),
-        roots=tuple(posixpath.normpath(str(root)) for root in roots),
+        roots=normalised_roots,
+        cwd=posixpath.normpath(str(cwd)) if cwd is not None else (normalised_roots[0] if normalised_roots else None),
+        hermes_home=str(hermes_home) if hermes_home is not None else None,
     )
     findings = _Findings()
     _assess_text(command, env, findings, 0)
@@ -236,21 +261,28 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
             findings.catastrophic(_TOO_DEEP)
         if invocation.argv and _named_at_run_time(invocation.argv[0]):
             findings.dangerous("runs a program named only at run time")
-        for name in _program_running_assignments(command):
-            findings.dangerous(f"sets {name}, which makes it run other programs")
+            findings.opaque.append("a program named only at run time")
+        for reason in invocation.opaque:
+            findings.hidden(reason)
+        for name, why in _assignments_that_matter(command):
+            findings.dangerous(f"sets {name}, which {why}")
         for name in invocation.chain:
             if name in _ELEVATORS:
                 findings.dangerous(f"runs as root ({name})")
+            elif name == "systemd-run":
+                findings.dangerous("runs a command as a system service, outside the agent's control (systemd-run)")
         for payload in [*invocation.payloads, *_shell_input(command, invocation)]:
             _assess_text(payload, env, findings, depth + 1)
         for target in _written_files(command):
             _assess_write_target(target, env, findings)
+        _assess_reads(command, invocation, env, findings)
         if invocation.argv:
             _assess_argv(invocation.argv, env, findings, depth)
+            _follow_cd(invocation, env, findings)
         if _runs_downloaded_code(command, invocation):
             findings.dangerous("runs downloaded code")
     _assess_downloads_piped(analysed, findings)
-    _assess_piped_scripts(analysed, findings)
+    _assess_piped_scripts(analysed, env, findings, depth)
     _assess_fork_bombs(parse, findings)
     _assess_sql(analysed, findings)
 
@@ -268,6 +300,8 @@ def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) 
         source = program_source(reader, call.args)
         if source.kind == "option" and source.flag != "-m":
             _assess_inline_code(family(name), source.value, findings)
+            if family(name) != "sh":  # a shell's code was looked into as a payload
+                findings.opaque.append(f"inline {family(name)} code")
     if family(name) == "python":
         source = program_source(READERS["python"], call.args)
         if source.flag == "-m" and source.value:
@@ -296,6 +330,46 @@ def _written_files(command: Command) -> Iterator[str]:
         yield target.text
 
 
+def _resolved(text: str, env: _Env) -> str | None:
+    """``text`` as an absolute path: relative ones against the line's directory (None: unknown)."""
+    absolute = _absolute(text, env)
+    if absolute is None and env.cwd is not None and "$" not in text and not text.startswith("~"):
+        absolute = posixpath.normpath(posixpath.join(env.cwd, text))
+    return absolute
+
+
+# Names a glob in a command could match, to judge ``cat .env*`` like ``cat .env``.
+_SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed25519", ".netrc", ".npmrc", ".pypirc",
+                   ".pgpass", ".git-credentials", "server.pem", "server.key")
+
+
+def _assess_reads(command: Command, invocation: Invocation, env: _Env, findings: _Findings) -> None:
+    """Secrets a command names (``cat .env``, ``base64 ~/.ssh/id_rsa``, ``< .env``): read only when
+    asked, like ``read_file`` reads them — the sandbox hides the home's credentials, not a project's."""
+    words = [word.text for word in invocation.argv[1:]]
+    words += [target.text for op, target in command.redirects if op in ("<", "<>")]
+    for word in words:
+        value = word.partition("=")[2] if word.startswith("-") else word
+        value = value.rpartition("=@")[2] if "=@" in value else value.removeprefix("@")  # curl -F f=@x
+        if not value or "$" in value:
+            continue
+        absolute = _resolved(value, env)
+        if absolute is None:
+            continue
+        reason = _secret_reason(absolute, env)
+        if reason:
+            findings.dangerous(f"reads {absolute}: {reason}")
+
+
+def _secret_reason(path: str, env: _Env) -> str | None:
+    home, own = Path(env.home), Path(env.hermes_home) if env.hermes_home else None
+    directory, name = posixpath.split(path)
+    if _GLOB.search(name):
+        return next((reason for sample in _SECRET_SAMPLES if fnmatch.fnmatchcase(sample, name)
+                     and (reason := secret_path_reason(Path(directory, sample), home, hermes_home=own))), None)
+    return secret_path_reason(Path(path), home, hermes_home=own)
+
+
 def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
     """A file the command writes: the same rules as the file tools' writes, and where it lands."""
     path = _absolute(target, env) or target
@@ -306,15 +380,18 @@ def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
     if protected:
         findings.dangerous(f"overwrites {protected}")
         return
-    absolute = _absolute(target, env)
-    if absolute is None and env.roots and not _outside_project(target, env):
-        absolute = posixpath.normpath(posixpath.join(env.roots[0], target))
+    absolute = _resolved(target, env)
+    runs_later = protected_reason(Path(absolute), tuple(map(Path, env.roots)), Path(env.home)) if absolute else None
+    if absolute is not None and runs_later:
+        findings.protected_writes.append(absolute)
+        findings.dangerous(f"writes {absolute}: {runs_later}")
+        return
     if absolute is not None:
         reason = sensitive_path_reason(Path(absolute), Path(env.home))
         if reason:
             findings.dangerous(f"writes {reason} ({absolute})")
             return
-    if env.roots and "$" not in target and _outside_project(target, env):
+    if env.roots and "$" not in target and _outside_project(absolute or target, env):
         if _scratch(absolute or target):
             findings.scratch_writes.append(absolute or target)
         else:
@@ -361,6 +438,49 @@ _RUNS_PROGRAMS = re.compile(
 )
 
 
+_MOVES_CONFIGURATION = re.compile(r"HOME|ZDOTDIR|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|(?i:npm_config_\w+)|CARGO_HOME|RUSTUP_HOME")
+
+
+def _assignments_that_matter(command: Command) -> list[tuple[str, str]]:
+    """Assignments on the line that change what ends up running: named programs, or where programs
+    read the configuration that names them (``HOME=. git status`` reads ``./.gitconfig``)."""
+    found = [(name, "makes it run other programs") for name in _program_running_assignments(command)]
+    for name in _assigned_names(command):
+        if not any(name == seen for seen, _ in found) and _MOVES_CONFIGURATION.fullmatch(name):
+            found.append((name, "makes programs read their configuration (and the programs it names) elsewhere"))
+    return found
+
+
+def _assigned_names(command: Command) -> list[str]:
+    names_found, after_env = [], False
+    for word in command.words:
+        name, is_assignment, _ = word.text.partition("=")
+        if is_assignment and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?", name):
+            names_found.append(name.rstrip("+"))
+            continue
+        if program_name(word.text) == "env" and not after_env:
+            after_env = True
+            continue
+        if after_env and word.text.startswith("-"):
+            continue
+        break
+    return names_found
+
+
+def _follow_cd(invocation: Invocation, env: _Env, findings: _Findings) -> None:
+    """``cd DIR`` moves where the rest of the line's relative paths land; a directory named only at
+    run time leaves them unknown, and the line then cannot be judged by what it writes."""
+    if invocation.name not in ("cd", "pushd") or env.cwd is None:
+        return
+    operands = [word for word in invocation.argv[1:] if not word.text.startswith("-")]
+    target = operands[0] if operands else Word(env.home)
+    if target.expands or target.substitutions or re.match(r"~[^/]", target.text):
+        env.cwd = None
+        findings.opaque.append("changes to a directory named only at run time")
+        return
+    env.cwd = _resolved(target.text, env) or env.cwd
+
+
 def _program_running_assignments(command: Command) -> list[str]:
     """Names assigned on the line (``X=1 cmd``, ``env X=1 cmd``) that change what ends up running."""
     found = []
@@ -380,13 +500,27 @@ def _program_running_assignments(command: Command) -> list[str]:
     return found
 
 
-def _assess_piped_scripts(analysed: list[tuple[Command, Invocation]], findings: _Findings) -> None:
-    """``echo 'rm -rf ~' | sh``: what an interpreter reads from a pipe is a program no rule saw."""
+def _assess_piped_scripts(
+    analysed: list[tuple[Command, Invocation]], env: _Env, findings: _Findings, depth: int
+) -> None:
+    """``echo 'rm -rf ~' | sh``: what an interpreter reads from a pipe is a program no rule saw —
+    but when ``echo``/``printf`` writes it from literal words, it is read like any command line."""
     for command, invocation in analysed:
-        if not _reads_program_from_stdin(invocation):
+        scheduler = invocation.chain[-1:] in (["at"], ["batch"])
+        if not (_reads_program_from_stdin(invocation) or scheduler):
             continue
-        if any(_upstream(other, command) for other, _ in analysed):
-            findings.dangerous(f"runs a script piped into {invocation.name}")
+        feeding = [other for other, _ in analysed if _upstream(other, command)]
+        if not feeding:
+            continue
+        findings.dangerous(f"runs a script piped into {invocation.name or invocation.chain[-1]}")
+        findings.opaque.append("a script piped into an interpreter")
+        if family(invocation.name) == "sh" or scheduler:
+            for other in feeding:
+                words = other.words
+                if words and program_name(words[0].text) in ("echo", "printf") and not any(
+                    word.expands or word.substitutions for word in words[1:]
+                ):
+                    _assess_text(" ".join(word.text for word in words[1:]), env, findings, depth + 1)
 
 
 # Inline code that deletes files or starts programs, per interpreter family.
@@ -454,8 +588,9 @@ def _runs_downloaded_code(command: Command, invocation: Invocation) -> bool:
 
 
 def _shell_input(command: Command, invocation: Invocation) -> list[str]:
-    """Here-documents and here-strings a shell reads its commands from (``bash <<EOF``)."""
-    if family(invocation.name) != "sh" or not _reads_program_from_stdin(invocation):
+    """Here-documents and here-strings a shell (or ``at``) reads its commands from (``bash <<EOF``)."""
+    scheduler = invocation.chain[-1:] in (["at"], ["batch"])
+    if not scheduler and (family(invocation.name) != "sh" or not _reads_program_from_stdin(invocation)):
         return []
     return [command.heredoc, *(target.text for op, target in command.redirects if op == "<<<")]
 
@@ -622,8 +757,14 @@ def _find_actions(words: Sequence[Word]) -> Iterator[list[Word]]:
             index += 1
 
 
+_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+
+
 def _check_find(call: _Call) -> None:
     args = call.args
+    for index, arg in enumerate(args[:-1]):
+        if arg in _FIND_WRITES:
+            _assess_write_target(args[index + 1], call.env, call.findings)
     deletes = "-delete" in args
     for action in _find_actions(call.words):
         _assess_argv(action, call.env, call.findings, call.depth + 1)
@@ -671,6 +812,54 @@ def git_global_options(args: Sequence[str]) -> list[tuple[str, str]]:
     return found
 
 
+# Git subcommands that write the repository (its ``.git``), always or unless only listing.
+_GIT_WRITES = names(
+    "add commit checkout switch reset merge rebase cherry-pick revert fetch pull push mv rm am gc prune repack "
+    "update-index update-ref replace commit-tree read-tree filter-branch filter-repo fast-import maintenance "
+    "pack-refs mktag mktree"
+)
+# Subcommands whose first operand is a verb: the verbs that only look, and what no verb does.
+_GIT_VERBS: dict[str, tuple[frozenset[str], bool]] = {
+    "stash": (names("list show"), True),  # a bare ``git stash`` stashes
+    "remote": (names("-v --verbose show get-url"), False),
+    "worktree": (names("list"), False),
+    "submodule": (names("status summary foreach"), False),
+    "notes": (names("list show"), False),
+    "sparse-checkout": (names("list"), False),
+    "reflog": (names("show"), False),
+    "bisect": (names("log visualize view"), False),
+    "lfs": (names("ls-files status env version"), False),
+}
+# Subcommands that list unless given a name: the options that keep them listing.
+_GIT_LISTS = {
+    "branch": names("-a --all -r --remotes -v -vv --verbose --list -l --show-current --merged --no-merged --contains"),
+    "tag": names("-l --list -n --contains --points-at --merged --no-merged"),
+}
+_GIT_CONFIG_WRITES = names("--add --unset --unset-all --replace-all --rename-section --remove-section -e --edit "
+                           "set unset rename-section remove-section edit")
+_GIT_FILTERS = names("--tree-filter --index-filter --msg-filter --env-filter --commit-filter --parent-filter "
+                     "--tag-name-filter")
+REPOSITORY = "the repository's .git"
+
+
+def _git_writes_repository(sub: str, rest: list[str]) -> bool:
+    """Whether ``git sub rest`` writes the repository, which the sandbox keeps read-only."""
+    if sub in _GIT_WRITES:
+        return True
+    if sub == "restore":
+        return _has_flag(rest, "S", "--staged")
+    if sub == "apply":
+        return _has_flag(rest, "3", "--index", "--cached", "--3way")
+    if sub in _GIT_VERBS:
+        looks, bare_writes = _GIT_VERBS[sub]
+        return rest[0] not in looks if rest else bare_writes
+    if sub in _GIT_LISTS:
+        return bool(rest) and not any(arg in _GIT_LISTS[sub] for arg in rest)
+    if sub == "config":
+        return any(arg in _GIT_CONFIG_WRITES for arg in rest) or len(_operands(rest, frozenset({"-f", "--file"}))) >= 2
+    return False
+
+
 def _check_git(call: _Call) -> None:
     for option, value in git_global_options(call.args):
         if option == "-c" and _GIT_CODE_KEYS.match(value.partition("=")[0]):
@@ -679,9 +868,14 @@ def _check_git(call: _Call) -> None:
             call.findings.dangerous("git --config-env sets configuration from the environment")
         elif option.startswith("--exec-path") and (value or "=" in option):
             call.findings.dangerous("git --exec-path runs git programs from another directory")
+        elif option in ("--git-dir", "--work-tree"):
+            call.findings.dangerous(f"git {option} points git at another repository's configuration")
     sub, rest = _subcommand(call.args, _GIT_OPTIONS)
     found = call.findings
     operands = _operands(rest)
+    if _git_writes_repository(sub, rest):
+        found.protected_writes.append(REPOSITORY)
+    _check_git_programs(call, sub, rest)
     if sub == "push":
         if _has_flag(rest, "f", "--force", "--force-with-lease", "--mirror") or any(
             op.startswith("+") for op in operands
@@ -710,6 +904,36 @@ def _check_git(call: _Call) -> None:
         found.dangerous("drops stashed changes")
     elif sub in ("filter-branch", "filter-repo"):
         found.dangerous("rewrites repository history")
+
+
+def _check_git_programs(call: _Call, sub: str, rest: list[str]) -> None:
+    """What git is told to run or write besides itself: ``rebase --exec``, ``submodule foreach``,
+    ``bisect run``, ``filter-branch`` filters, ``difftool --extcmd``, configuration that names
+    programs, ``--output`` files."""
+    payloads = []
+    for index, arg in enumerate(rest):
+        option, has_value, value = arg.partition("=")
+        takes = (
+            (sub == "rebase" and option in ("-x", "--exec"))
+            or (sub == "filter-branch" and option in _GIT_FILTERS)
+            or (sub in ("difftool", "mergetool") and option in ("-x", "--extcmd"))
+        )
+        if takes:
+            payloads.append(value if has_value else (rest[index + 1] if index + 1 < len(rest) else ""))
+        if option in ("--output", "-o") and sub in ("log", "show", "diff", "format-patch", "whatchanged"):
+            target = value if has_value else (rest[index + 1] if index + 1 < len(rest) else "")
+            if target:
+                _assess_write_target(target, call.env, call.findings)
+    if sub == "submodule" and rest[:1] == ["foreach"]:
+        payloads.append(" ".join(arg for arg in rest[1:] if arg not in ("--recursive", "-q", "--quiet")))
+    if sub == "bisect" and rest[:1] == ["run"] and len(rest) > 1:
+        _assess_argv([Word(arg) for arg in rest[1:]], call.env, call.findings, call.depth + 1)
+    for payload in payloads:
+        _assess_text(payload, call.env, call.findings, call.depth + 1)
+    if sub == "config" and _git_writes_repository(sub, rest):
+        keys = [arg for arg in _operands(rest, frozenset({"-f", "--file", "--blob", "--type"})) if arg != "set"]
+        if keys and _GIT_CODE_KEYS.match(keys[0]):
+            call.findings.dangerous(f"git config {keys[0]} makes git run a program")
 
 
 def _check_dd(call: _Call) -> None:
@@ -772,8 +996,20 @@ def _check_copy(call: _Call) -> None:
         _assess_write_target(target, call.env, call.findings)
 
 
+# sed's ``e`` command and the ``e`` flag of ``s`` run shell commands; ``w``/``W`` write files.
+_SED_RUNS = re.compile(
+    r"(?:^|[;\n{}])\s*(?:[0-9$]+(?:,[0-9$]+)?|/[^/\n]*/)?\s*!?\s*e(?:\s|;|$)"  # the e command
+    r"|s(.).*?\1.*?\1[gpiImM0-9w]*e"  # s/…/…/e
+)
+
+
 def _check_in_place_edit(call: _Call) -> None:
-    """``sed -i`` and ``perl -i`` rewrite the files they are given."""
+    """``sed -i`` and ``perl -i`` rewrite the files they are given; a sed script can also run commands."""
+    if call.name in ("sed", "gsed"):
+        scripts = [option_value(call.args, "-e", "--expression")] if _has_flag(call.args, "", "-e", "--expression") \
+            else _operands(call.args, frozenset({"-f", "--file", "-l", "--line-length"}))[:1]
+        if any(script and _SED_RUNS.search(script) for script in scripts):
+            call.findings.dangerous("sed script that runs commands")
     if not _has_flag(call.args, "i", "--in-place"):
         return
     code_options = ("-e", "--expression", "-f", "--file") if call.name == "sed" else ("-e", "-E")
@@ -782,6 +1018,53 @@ def _check_in_place_edit(call: _Call) -> None:
     files = operands if has_code_option else operands[1:]  # without -e the first operand is the script
     for target in files:
         _assess_write_target(target, call.env, call.findings)
+
+
+def _check_sort(call: _Call) -> None:
+    target = option_value(call.args, "-o", "--output")
+    if target:
+        _assess_write_target(target, call.env, call.findings)
+    if any(arg.startswith("--compress-program") for arg in call.args):
+        call.findings.dangerous("sort --compress-program runs a program")
+
+
+# tar options whose value is a command it runs (or a program it starts).
+_TAR_RUNS = ("--checkpoint-action", "--to-command", "--use-compress-program", "-I", "--rsh-command", "--info-script",
+             "--new-volume-script", "-F")
+
+
+def _check_tar(call: _Call) -> None:
+    args = call.args
+    for index, arg in enumerate(args):
+        option, has_value, value = arg.partition("=")
+        if option not in _TAR_RUNS:
+            continue
+        value = value if has_value else (args[index + 1] if index + 1 < len(args) else "")
+        call.findings.dangerous(f"tar {option} runs a command")
+        _assess_text(value.removeprefix("exec=").removeprefix("exec:"), call.env, call.findings, call.depth + 1)
+
+
+def _check_make(call: _Call) -> None:
+    if any(arg == "-E" or arg.startswith("--eval") for arg in call.args):
+        call.findings.dangerous("make --eval runs make code from the command line")
+    for arg in call.args:
+        name, is_assignment, _ = arg.partition("=")
+        if is_assignment and name.strip() in ("SHELL", "MAKESHELL", ".SHELLFLAGS"):
+            call.findings.dangerous(f"make {name.strip()}= changes the program make runs its recipes with")
+
+
+def _check_fd(call: _Call) -> None:
+    """``fd -x cmd`` / ``fd -X cmd`` run a command per result, like ``find -exec``."""
+    args = call.args
+    for index, arg in enumerate(args):
+        if arg in ("-x", "--exec", "-X", "--exec-batch") and index + 1 < len(args):
+            end = next((i for i in range(index + 1, len(args)) if args[i] == ";"), len(args))
+            _assess_argv([Word(word) for word in args[index + 1 : end]], call.env, call.findings, call.depth + 1)
+
+
+def _check_zip(call: _Call) -> None:
+    if any(arg in ("-TT", "--unzip-command") or arg.startswith("--unzip-command=") for arg in call.args):
+        call.findings.dangerous("zip --unzip-command runs a command")
 
 
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*getline|print[^;}]*\|\s*\"|\|&")
@@ -953,6 +1236,15 @@ _CHECKS: dict[str, Callable[[_Call], None]] = {
     "tee": _check_copy,
     "sed": _check_in_place_edit,
     "gsed": _check_in_place_edit,
+    "sort": _check_sort,
+    "tar": _check_tar,
+    "gtar": _check_tar,
+    "bsdtar": _check_tar,
+    "make": _check_make,
+    "gmake": _check_make,
+    "fd": _check_fd,
+    "fdfind": _check_fd,
+    "zip": _check_zip,
     "perl": _check_in_place_edit,
     **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), _check_awk),
     "rsync": _check_rsync,
@@ -1079,15 +1371,18 @@ _RUNNER_OPTIONS = names(
     "-p --package --from --with --python --with-requirements -n --name --prefix --env-file -e --env"
 )
 _GLOB = re.compile(r"[*?\[]")
-_BIN_DIRS = frozenset({"bin", "sbin", ".bin"})
+# Where the system's own programs live: ``/usr/bin/git`` is the ``git`` a bare name finds.
+_SYSTEM_BIN_DIRS = frozenset({"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin",
+                              "/opt/homebrew/bin", "/opt/local/bin"})
 
 
 def _display_name(program: str) -> str:
-    """``/usr/bin/git`` → ``git``, ``node_modules/.bin/jest`` → ``jest``; other paths stay as written."""
+    """``/usr/bin/git`` → ``git``; any other path stays as written, so a grant names one executable
+    (``./bin/git`` or ``node_modules/.bin/git`` never borrows the grant of ``git``)."""
     if "/" not in program:
         return program
-    parent = posixpath.basename(posixpath.dirname(program))
-    return posixpath.basename(program) if parent in _BIN_DIRS else program
+    directory = posixpath.normpath(posixpath.dirname(program))
+    return posixpath.basename(program) if directory in _SYSTEM_BIN_DIRS else program
 
 
 def _runner_split(words: Sequence[Word]) -> tuple[list[str], list[Word]] | None:
@@ -1108,32 +1403,48 @@ def _runner_split(words: Sequence[Word]) -> tuple[list[str], list[Word]] | None:
     return [_display_name(words[0].text), sub], list(words[start:])
 
 
+@dataclass(frozen=True, slots=True)
+class GrantKeys:
+    """A line's grant keys (None: no grant may cover it) and, where it helps the user, why not."""
+
+    keys: tuple[str, ...] | None
+    why_not: str = ""
+
+
 def command_keys(command: str, roots: Sequence[Path] = ()) -> tuple[str, ...] | None:
+    """The grant keys of a command line, in order, or None when no grant may ever cover it (``grant_keys``)."""
+    return grant_keys(command, roots).keys
+
+
+def grant_keys(command: str, roots: Sequence[Path] = ()) -> GrantKeys:
     """The grant keys of a command line, in order, or None when no grant may ever cover it.
 
     Each simple command gives the program plus, for programs with subcommands, the action
-    (``git -C sub status`` → ``git status``; ``FOO=1 npm run build`` → ``npm run build``;
-    ``make test lint`` → ``make test``, ``make lint``; ``python -m pytest`` → ``python -m pytest``;
-    ``python tool.py`` → ``python tool.py``; ``uv run pytest`` → ``uv run pytest``). Assignments
-    and wrappers (``sudo``, ``env``, ``timeout``, ``xargs`` …) are skipped and ``bash -c '…'``
-    contributes the keys of its payload; ``find -exec`` adds the keys of what it runs. A program
-    found in a ``bin`` directory is named by its base name; any other path stays as written, so a
-    local ``./git`` never borrows the grant of ``git``. Writing a file by redirection adds the key
-    ``>``. Inline code is keyed by the exact snippet (``python -c 'print(1)'``), an in-place edit
-    by its flag (``sed -i``), so a grant covers exactly what it names.
+    (``git status --short`` → ``git status``; ``make test lint`` → ``make test``, ``make lint``;
+    ``python -m pytest -x`` → ``python -m pytest``; ``python tool.py`` → ``python tool.py``;
+    ``uv run pytest`` → ``uv run pytest``). Wrappers (``sudo``, ``timeout``, ``xargs`` …) are
+    skipped and ``bash -c '…'`` contributes the keys of its payload. A program in a system ``bin``
+    directory is named by its base name; any other path stays as written, so ``./bin/git`` never
+    borrows the grant of ``git``. Writing a file by redirection adds the key ``>``. Inline code is
+    keyed by the exact snippet (``python -c 'print(1)'``), so a grant covers exactly what it names.
 
-    None — ask every time — for whatever changes what runs behind a familiar name: command and
-    process substitution, backticks, ``eval``, here-documents, function definitions, ``case``, a
-    program named by a variable or a brace list, unbalanced quotes, a script piped into an
-    interpreter, environment assignments that make programs run others (``GIT_SSH_COMMAND=…``,
-    ``PAGER=…``, ``LD_PRELOAD=…``), git's ``-c``/``--config-env``/``--exec-path`` and a ``-C``
-    outside the workspace ``roots``, and an awk program that runs commands.
+    A grant is an allowlist: an invocation is covered only when every option in it is one
+    ``grant_options`` knows to be harmless for that program (so ``rg --pre sh``, ``git log
+    --output=…``, ``sed -n '1e …'``, ``git -C elsewhere`` are never covered), and no environment is
+    assigned on the line (``HOME=. git status`` reads ``./.gitconfig``).
+
+    None — ask every time — for those, and for whatever changes what runs behind a familiar name:
+    command and process substitution, backticks, ``eval``, here-documents, function definitions,
+    ``case``, a program named by a variable or a brace list, unbalanced quotes, a script piped into
+    an interpreter, a program that keeps or replays commands (``tmux``, ``at``), and an awk program
+    that runs commands.
     """
-    keys = _line_keys(command, 0, tuple(posixpath.normpath(str(root)) for root in roots))
-    return None if keys is None else tuple(dict.fromkeys(keys))
+    why: list[str] = []
+    keys = _line_keys(command, 0, tuple(posixpath.normpath(str(root)) for root in roots), why)
+    return GrantKeys(None if keys is None else tuple(dict.fromkeys(keys)), why[0] if why else "")
 
 
-def _line_keys(text: str, depth: int, roots: tuple[str, ...]) -> list[str] | None:
+def _line_keys(text: str, depth: int, roots: tuple[str, ...], why: list[str]) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
     parse = parse_commands(text)
@@ -1142,19 +1453,23 @@ def _line_keys(text: str, depth: int, roots: tuple[str, ...]) -> list[str] | Non
     keys: list[str] = []
     analysed = [(command, look_through(command.words)) for command in parse.commands]
     for command, invocation in analysed:
-        if "eval" in invocation.chain or invocation.too_deep or _program_running_assignments(command):
+        assigned = _assigned_names(command)
+        if assigned:
+            why.append(f"it sets {assigned[0]}, and no remembered grant covers an environment assignment")
+            return None
+        if "eval" in invocation.chain or invocation.too_deep or invocation.opaque:
             return None
         if _reads_program_from_stdin(invocation) and any(_upstream(o, command) for o, _ in analysed):
             return None
         for payload in invocation.payloads:
-            inner = _line_keys(payload, depth + 1, roots)
+            inner = _line_keys(payload, depth + 1, roots, why)
             if inner is None:
                 return None
             keys.extend(inner)
         if invocation.argv:
-            if not _grantable_argv(invocation.argv, roots):
+            if not _grantable_argv(invocation.argv):
                 return None
-            argv_keys = _argv_keys(invocation.argv, depth)
+            argv_keys = _argv_keys(invocation.argv, depth, why)
             if argv_keys is None:
                 return None
             keys.extend(argv_keys)
@@ -1165,24 +1480,16 @@ def _line_keys(text: str, depth: int, roots: tuple[str, ...]) -> list[str] | Non
     return keys
 
 
-def _grantable_argv(words: Sequence[Word], roots: tuple[str, ...]) -> bool:
-    """False for invocations no grant may cover: git pointed at other code, awk running commands."""
+def _grantable_argv(words: Sequence[Word]) -> bool:
+    """False for invocations no grant may cover although their options are harmless: awk running commands."""
     name, args = program_name(words[0].text), [word.text for word in words[1:]]
-    if name == "git":
-        for option, value in git_global_options(args):
-            if option in ("-c", "--config-env") or option.startswith("--exec-path"):
-                return False
-            if option == "-C" and (value.startswith(("/", "~", "$")) or value.startswith("..")):
-                path = posixpath.normpath(value)
-                if not any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots):
-                    return False
     if name in ("awk", "gawk", "mawk", "nawk"):
         program = next(iter(_operands(args, frozenset({"-f", "-v", "-F"}))), "")
         return not _AWK_RUNS.search(program)
     return True
 
 
-def _argv_keys(words: Sequence[Word], depth: int) -> list[str] | None:
+def _argv_keys(words: Sequence[Word], depth: int, why: list[str]) -> list[str] | None:
     if depth > _MAX_DEPTH:
         return None
     program = words[0]
@@ -1193,37 +1500,33 @@ def _argv_keys(words: Sequence[Word], depth: int) -> list[str] | None:
     display, name = _display_name(program.text), program_name(program.text)
     reader = READERS.get(family(name))
     if reader is not None:
-        return _interpreter_keys(display, name, words, reader, depth)
+        return _interpreter_keys(display, name, words, reader, depth, why)
     runner = _runner_split(words)
     if runner is not None:
         prefix = " ".join(runner[0])
         if not runner[1]:
             return [prefix]
-        inner = _argv_keys(runner[1], depth + 1)
+        inner = _argv_keys(runner[1], depth + 1, why)
         return None if inner is None else [f"{prefix} {key}" for key in inner]
-    if name == "find":
-        keys = [display]
-        for action in _find_actions(words):
-            inner = _argv_keys(action, depth + 1)
-            if inner is None:
-                return None
-            keys.extend(inner)
-        return keys
     args = [word.text for word in words[1:]]
-    if name in ("sed", "gsed") and _has_flag(args, "i", "--in-place"):
-        return [f"{display} -i"]
+    unlisted = unlisted_options(name, args)
+    if unlisted:
+        why.append(f"`{unlisted[0]}` is not among the options of {name} a remembered grant may cover")
+        return None
     spec = _SUBCOMMANDS.get(name)
     return [display] if spec is None else _subcommand_keys(display, args, spec)
 
 
-def _interpreter_keys(display: str, name: str, words: Sequence[Word], reader: Reader, depth: int) -> list[str] | None:
+def _interpreter_keys(
+    display: str, name: str, words: Sequence[Word], reader: Reader, depth: int, why: list[str]
+) -> list[str] | None:
     source = program_source(reader, [word.text for word in words[1:]])
     if source.kind == "stdin":
         return [display]
     if source.kind == "script":
         return [f"{display} {source.value}"]
     if family(name) == "python" and source.flag == "-m" and source.value:
-        inner = _argv_keys([Word(source.value), *words[1 + source.after :]], depth + 1)
+        inner = _argv_keys([Word(source.value), *words[1 + source.after :]], depth + 1, why)
         return None if inner is None else [f"{display} -m {key}" for key in inner]
     in_place = " -i" if _has_flag([word.text for word in words[1:]], "i") and family(name) == "perl" else ""
     return [f"{display}{in_place} {source.flag} {source.value}"]  # the exact snippet, nothing broader

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ import anyio
 from acp_hermes.permissions.modes import Mode
 from acp_hermes.permissions.policy import (
     DECLINED,
+    SANDBOXED,
     CommandRequest,
     EditRequest,
     ExternalToolRequest,
@@ -125,8 +126,13 @@ class PermissionGate:
                 f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
                 "your own permissions, so acp-hermes asks before commands as its mode requires."
             ))
+        elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
+            from tools.sandbox import HOME_NOTICE
+
+            self._told_about_sandbox = True
+            display = (*display, TextDisplay(HOME_NOTICE))
         network_allowed = available and sandbox is not None and sandbox.network_allowed
-        request = CommandRequest(command, available, network_allowed, leave_sandbox=outside_sandbox)
+        request = CommandRequest(command, available, network_allowed, leave_sandbox=outside_sandbox, cwd=cwd)
         verdict = await self._settle(ctx, request, title, "execute", display)
         return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network)
 
@@ -136,11 +142,19 @@ class PermissionGate:
         title = ctx.title or f"Update {subject}"
         await self._settle(ctx, StateRequest(subject), title, "edit", display)
 
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
-        request = ReadRequest(tuple(paths), purpose)
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
+                             links: Mapping[Path, Path] | None = None) -> None:
+        links = links or {}
+        # A hard link to a secret is decided as a read of that secret: it asks, with its reason.
+        request = ReadRequest(tuple(links.get(path, path) for path in paths), purpose)
         shown = ", ".join(str(path) for path in paths)
-        display: tuple[Display, ...] = (TextDisplay(f"Read {shown}"),)
-        await self._settle(ctx, request, ctx.title or f"Read {one_line(shown, 80)}", "read", display, show=False)
+        notes = [f"{path} is a hard link to {secret}" for path, secret in links.items()]
+        display: tuple[Display, ...] = (TextDisplay("\n".join([f"Read {shown}", *notes])),)
+        title = ctx.title or f"Read {one_line(shown, 80)}"
+        if links:
+            secrets = ", ".join(_home_relative(secret, self._home) for secret in links.values())
+            title += f" — a hard link to {one_line(secrets, 80)}"
+        await self._settle(ctx, request, title, "read", display, show=False)
 
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
                                  read_only: bool) -> None:
@@ -194,9 +208,10 @@ class PermissionGate:
         elif offer.scope == "reads":
             (self.session.readable_dirs if allow else self.session.unreadable_dirs).update(map(Path, offer.keys))
         else:
-            (self.session.allow_commands if allow else self.session.reject_commands).update(offer.keys)
+            keys = offer.keys if allow or offer.rejected_keys is None else offer.rejected_keys
+            (self.session.allow_commands if allow else self.session.reject_commands).update(keys)
             self._project_grants = await anyio.to_thread.run_sync(
-                lambda: self._store.remember(self._project, offer.keys, allow=allow)
+                lambda: self._store.remember(self._project, keys, allow=allow)
             )
         log.info("permission: remembered %s %s", "allow" if allow else "reject", offer.keys or offer.scope)
 
@@ -234,6 +249,10 @@ class PermissionGate:
 def _grant_line(verdict: str, key: str) -> str:
     if key.startswith("mcp:"):
         return f"{verdict} MCP tool: {key.removeprefix('mcp:')}"
+    if key.startswith("mcp-server:"):
+        return f"trusted MCP server (its read-only tools run unasked): {key.removeprefix('mcp-server:')}"
+    if key.startswith(SANDBOXED):
+        return f"{verdict} command in the sandbox: {key.removeprefix(SANDBOXED)}"
     return f"{verdict} command: {key}"
 
 
@@ -243,6 +262,14 @@ def _question_title(title: str, request: Request, verdict: Verdict) -> str:
     if isinstance(request, CommandRequest):
         return f"{title} — {', '.join(verdict.reasons)}"
     return f"{title} ({verdict.reasons[0]})"
+
+
+def _home_relative(path: Path, home: Path) -> str:
+    """``path`` as ``~/...`` when it is under ``home``: shorter in a question's title."""
+    try:
+        return f"~/{path.relative_to(home)}"
+    except ValueError:
+        return str(path)
 
 
 def _require_allowed(choice: str) -> None:

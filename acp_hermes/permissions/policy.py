@@ -12,10 +12,19 @@ outside the workspace asks in ``default`` mode, where "always" covers its direct
 
 Commands and the OS sandbox: where the session can sandbox commands, the classification only
 decides when to ask, and the sandbox holds. A command rated normal then runs without a question
-in ``accept-edits`` and ``bypass``, remembered grants cover it only inside the sandbox, and a
-command that needs to leave it (the network, writes outside the workspace) always asks, saying
-why. Without a sandbox, every mode behaves as it did before sandboxes: grants run commands as
-they are.
+in ``accept-edits`` and ``bypass``, a grant given there covers it only inside the sandbox, and a
+command that needs to leave it (the network, writes outside the workspace, writes to what the
+sandbox keeps read-only because it runs later — a repository's ``.git``, ``.envrc`` …) always
+asks, saying why. Without a sandbox, grants given without one run commands as they are, and
+``bypass`` runs unasked only what the analysis can see in full: inline interpreter code, programs
+named at run time and other opaque forms ask.
+
+Grants are allowlists: a remembered key covers an invocation only as ``command_keys`` names it —
+the same executable, no environment assignments, only options known to be harmless for it.
+
+MCP tools: annotations are the server's claims. A server's tools ask (in ``default`` and
+``accept-edits``) until the user trusts that server; only then may its read-only tools run
+unasked, and only a trusted server's read-only tools run in ``plan`` mode.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ class CommandRequest:
     sandbox: bool = False  # this session can run commands in an OS sandbox
     network_allowed: bool = False  # and that sandbox lets them use the network
     leave_sandbox: bool = False  # the agent asks to run it outside the sandbox
+    cwd: Path | None = None  # where it runs (the tool's workdir): relative paths land there
 
 
 @value
@@ -86,6 +96,22 @@ class ExternalToolRequest:
         """How "always" for this tool is remembered beside command grants (no command looks like it)."""
         return f"mcp:{self.server}/{self.tool}"
 
+    @property
+    def trust_key(self) -> str:
+        """How trusting the whole server (its read-only annotations) is remembered."""
+        return trust_key(self.server)
+
+
+def trust_key(server: str) -> str:
+    return f"mcp-server:{server}"
+
+
+SANDBOXED = "sandbox:"  # the prefix of a grant given in the sandbox: it never covers a command outside it
+
+
+def sandboxed_key(key: str) -> str:
+    return SANDBOXED + key
+
 
 Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest
 
@@ -114,12 +140,14 @@ class Surroundings:
 
 @value
 class GrantOffer:
-    """What answering "always" remembers, and how the two "always" options read."""
+    """What answering "always" remembers, and how the two "always" options read. ``rejected_keys``,
+    where given, is what "always reject" remembers instead (a rejection holds everywhere)."""
 
     scope: GrantScope
     keys: tuple[str, ...]
     allow_label: str
     reject_label: str
+    rejected_keys: tuple[str, ...] | None = None
 
 
 @value
@@ -203,9 +231,10 @@ def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surrou
 
 
 def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    from acp_hermes.permissions.command_risk import assess_command, command_keys  # big rule tables: kept off start-up
+    from acp_hermes.permissions.command_risk import assess_command, grant_keys  # big rule tables: kept off start-up
 
-    risk = assess_command(request.command, home=where.home, roots=where.roots)
+    risk = assess_command(request.command, home=where.home, roots=where.roots, cwd=request.cwd,
+                          hermes_home=where.hermes_home)
     if risk.level == "catastrophic":
         return _refuse(
             f"Refused: this command is never allowed ({', '.join(risk.reasons)}). Do not try to run it "
@@ -214,20 +243,23 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
         )
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
-    keys = command_keys(request.command, where.roots)
+    grantable = grant_keys(request.command, where.roots)
+    keys, why_not = grantable.keys, tuple(filter(None, (grantable.why_not,)))
     rejected = [key for key in keys or () if key in grants.rejected_commands]
     if rejected:
         return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected")
     if request.sandbox:
-        return _decide_sandboxed(request, risk, keys, mode, grants)
+        return _decide_sandboxed(request, risk, keys, why_not, mode, grants)
     if risk.level == "dangerous":
         return Verdict("ask", risk.reasons)
     if mode is Mode.BYPASS:
+        if risk.opaque:  # no sandbox holds what the analysis cannot see
+            return Verdict("ask", tuple(f"runs what acp-hermes cannot see in full ({why})" for why in risk.opaque))
         return Verdict("allow", ("bypass mode",))
     if keys and all(key in grants.allowed_commands for key in keys):
         return Verdict("allow", (f"remembered grant(s) {', '.join(keys)}",))
     if not keys:
-        return Verdict("ask")
+        return Verdict("ask", why_not)
     label = ", ".join(f"`{key}`" for key in keys)
     offer = GrantOffer(
         "commands", keys, f"Always allow {label} in this project", f"Always reject {label} in this project"
@@ -236,27 +268,49 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
 
 
 def _decide_sandboxed(
-    request: CommandRequest, risk: CommandRisk, keys: tuple[str, ...] | None, mode: Mode, grants: Grants
+    request: CommandRequest, risk: CommandRisk, keys: tuple[str, ...] | None, why_not: tuple[str, ...], mode: Mode,
+    grants: Grants,
 ) -> Verdict:
-    if request.leave_sandbox or risk.outside_writes or risk.scratch_writes:  # asks; then runs unconfined
+    leaves = request.leave_sandbox or risk.outside_writes or risk.scratch_writes or risk.protected_writes
+    if leaves:  # asks; then runs unconfined
         shared = [f"writes outside the workspace ({path})" for path in risk.scratch_writes[:2]]
-        return Verdict("ask", tuple(dict.fromkeys((*risk.reasons, *shared, "runs outside the sandbox"))))
+        kept = [f"writes {path}, which the sandbox keeps read-only" for path in risk.protected_writes
+                if not any(path in reason for reason in risk.reasons)][:2]
+        reasons = tuple(dict.fromkeys((*risk.reasons, *shared, *kept, "runs outside the sandbox")))
+        if not keys or not _only_writes_the_repository(request, risk):
+            return Verdict("ask", reasons)
+        # ``git commit`` and the like: the user may trust the command outside the sandbox for good.
+        if all(key in grants.allowed_commands for key in keys):
+            return Verdict("allow", (f"remembered grant(s) {', '.join(keys)}, outside the sandbox",))
+        label = ", ".join(f"`{key}`" for key in keys)
+        offer = GrantOffer("commands", keys, f"Always allow {label} outside the sandbox in this project",
+                           f"Always reject {label} in this project")
+        return Verdict("ask", reasons, offer=offer)
     if risk.network and not request.network_allowed:  # asks, and runs in the sandbox with the network on
         return Verdict("ask", (*risk.reasons, "needs the network"), sandboxed=True, network=True)
     if risk.level == "dangerous":
         return Verdict("ask", risk.reasons, sandboxed=True, network=request.network_allowed)
     if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
         return Verdict("allow", (f"{mode.value} mode, in the sandbox",), sandboxed=True)
-    if keys and all(key in grants.allowed_commands for key in keys):
+    allowed = grants.allowed_commands
+    if keys and all(key in allowed or sandboxed_key(key) in allowed for key in keys):
         return Verdict("allow", (f"remembered grant(s) {', '.join(keys)}, in the sandbox",), sandboxed=True)
     if not keys:
-        return Verdict("ask", sandboxed=True)
+        return Verdict("ask", why_not, sandboxed=True)
     label = ", ".join(f"`{key}`" for key in keys)
     offer = GrantOffer(
-        "commands", keys, f"Always allow {label} in this project (in the sandbox)",
-        f"Always reject {label} in this project",
+        "commands", tuple(map(sandboxed_key, keys)), f"Always allow {label} in this project (in the sandbox)",
+        f"Always reject {label} in this project", rejected_keys=keys,
     )
     return Verdict("ask", offer=offer, sandboxed=True)
+
+
+def _only_writes_the_repository(request: CommandRequest, risk: CommandRisk) -> bool:
+    """A plain git command that leaves the sandbox only because it writes the repository's ``.git``."""
+    from acp_hermes.permissions.command_risk import REPOSITORY
+
+    return (risk.level == "normal" and not risk.network and not request.leave_sandbox and not risk.outside_writes
+            and not risk.scratch_writes and set(risk.protected_writes) == {REPOSITORY})
 
 
 def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
@@ -276,10 +330,12 @@ def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
 
 
 def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -> Verdict:
-    """MCP tools: what a server marks read-only runs; anything else can change the world, so it asks
-    in ``default`` and ``accept-edits`` (it is no file edit the editor could show) unless remembered."""
-    if request.read_only:
-        return Verdict("allow", ("read-only by its server",))
+    """MCP tools: a server's annotations are its own claims, believed only once the user trusts the
+    server. Until then every tool asks in ``default`` and ``accept-edits`` (an MCP call is no file edit
+    the editor could show) unless remembered, and none runs in ``plan`` mode."""
+    trusted = request.trust_key in grants.allowed_commands
+    if request.read_only and trusted:
+        return Verdict("allow", (f"read-only by its server, which the user trusts ({request.server})",))
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
     key = request.grant_key
@@ -291,6 +347,11 @@ def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -
     if mode is Mode.BYPASS:
         return Verdict("allow", ("bypass mode",))
     label = f"{request.tool} of {request.server}"
+    if request.read_only:
+        offer = GrantOffer("tools", (request.trust_key,),
+                           f"Trust {request.server}: run its read-only tools without asking in this project",
+                           f"Always reject {label} in this project", rejected_keys=(key,))
+        return Verdict("ask", (f"{request.server} says it only reads; it is not trusted yet",), offer=offer)
     offer = GrantOffer("tools", (key,), f"Always allow {label} in this project",
                        f"Always reject {label} in this project")
     return Verdict("ask", offer=offer)

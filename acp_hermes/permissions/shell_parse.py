@@ -78,7 +78,7 @@ class Parse:
     too_deep: bool = False  # nesting beyond _MAX_NESTING; the rest was not parsed
     nesting: int = 0
     dynamic: bool = False  # substitutions, here-docs, functions, case: what runs is not all on the line
-    pending_heredocs: list[tuple[Command, str, bool]] = field(default_factory=list)
+    pending_heredocs: list[tuple[Command, Word, bool]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,8 @@ class _Parser:
     def _read_heredocs(self) -> None:
         text, end = self.text, len(self.text)
         while self.result.pending_heredocs:
-            command, delimiter, strip_tabs = self.result.pending_heredocs.pop(0)
+            command, delimiter_word, strip_tabs = self.result.pending_heredocs.pop(0)
+            delimiter = delimiter_word.text
             lines = []
             while self.pos < end:
                 newline = text.find("\n", self.pos)
@@ -314,6 +315,21 @@ class _Parser:
                     break
                 lines.append(line)
             command.heredoc = "\n".join(lines)
+            if not delimiter_word.quoted:  # ``<<EOF``: the shell expands the body, substitutions run
+                _Parser(command.heredoc, self.result).expand_heredoc(command)
+
+    def expand_heredoc(self, command: Command) -> None:
+        """The substitutions in an unquoted here-document's body run like any others: parse them."""
+        word, parts = Word(), list[str]()
+        text, end = self.text, len(self.text)
+        while self.pos < end:
+            if text[self.pos] == "\\":
+                self.pos += 2
+            elif not (text[self.pos] in "$`" and self._read_expansion(word, parts)):
+                self.pos += 1
+        for commands in word.substitutions:
+            for inner in commands:
+                inner.pipes = command.pipes + inner.pipes
 
     # -- grammar -------------------------------------------------------------------------------
 
@@ -484,7 +500,7 @@ class _Parser:
         self._adopt(token.word, scope)
         command.redirects.append((op, token.word))
         if op in ("<<", "<<-"):
-            self.result.pending_heredocs.append((command, token.word.text, op == "<<-"))
+            self.result.pending_heredocs.append((command, token.word, op == "<<-"))
             self.result.dynamic = True
 
     @staticmethod
@@ -542,7 +558,60 @@ _WRAPPERS: dict[str, _Wrapper] = {
     # Multi-call binaries: ``busybox rm -rf /`` is ``rm -rf /``.
     "busybox": _wrapper(),
     "toybox": _wrapper(),
+    # Tracers, debuggers of processes, namespace and privilege tools, session helpers: each runs the
+    # command that follows its options, and so must be looked through, not trusted by its own name.
+    "strace": _wrapper("abeEIoOpPsSuUX"),
+    "ltrace": _wrapper("aAeDFlnopsuwx"),
+    "valgrind": _wrapper(),
+    "unshare": _wrapper("GRSw"),
+    "chroot": _wrapper("", "--userspec --groups", operands=1),
+    "runuser": _wrapper("ugGsw", "--user --group --supp-group --shell --whitelist-environment"),
+    "setpriv": _wrapper("", "--reuid --regid --ruid --euid --rgid --egid --groups --inh-caps --ambient-caps "
+                        "--bounding-set --securebits --pdeathsig --selinux-label --apparmor-profile "
+                        "--landlock-access --landlock-rule --seccomp-filter"),
+    "nsenter": _wrapper("tSG", "--target --setuid --setgid"),
+    "systemd-run": _wrapper("upEMH", "--unit --property --description --slice --setenv --uid --gid --machine "
+                            "--host --working-directory --on-active --on-boot --on-startup --on-unit-active "
+                            "--on-unit-inactive --on-calendar --timer-property --nice --service-type"),
+    "firejail": _wrapper(),
+    "fakeroot": _wrapper("lfsi", "--lib --faked"),
+    "dbus-run-session": _wrapper("", "--config-file --dbus-daemon"),
+    "xvfb-run": _wrapper("nsfepw", "--server-num --server-args --auth-file --error-file --xauth-protocol --wait"),
+    "catchsegv": _wrapper(),
+    "entr": _wrapper(),
+    "flock": _wrapper("wE", "--timeout --conflict-exit-code", operands=1),
+    "numactl": _wrapper("imCNpP"),
+    "prlimit": _wrapper("p", "--pid"),
+    "cgexec": _wrapper("g"),
+    "eatmydata": _wrapper(),
+    "nocache": _wrapper(),
+    "torsocks": _wrapper(),
+    "proxychains": _wrapper("f"),
+    "proxychains4": _wrapper("f"),
 }
+# Programs that take a shell command string in an option (``script -c 'make'``): it is looked into.
+_COMMAND_OPTIONS: dict[str, tuple[str, str]] = {
+    "script": ("-c", "--command"),
+    "flock": ("-c", "--command"),
+    "runuser": ("-c", "--command"),
+    "su": ("-c", "--command"),
+}
+# Programs that keep or replay commands beyond the one line the user is shown — a terminal
+# multiplexer, the job scheduler, editors and debuggers told to run commands: what they finally
+# run cannot be seen in full, so a line with them is never let through on their name.
+_OPAQUE: dict[str, str] = {
+    **dict.fromkeys(("tmux", "screen"), "keeps commands running in a terminal of its own"),
+    **dict.fromkeys(("at", "batch"), "schedules commands to run later"),
+    **dict.fromkeys(("vim", "vi", "nvim", "ex", "view", "vimdiff", "gvim", "rvim"), "editor commands"),
+    **dict.fromkeys(("gdb", "lldb"), "debugger commands"),
+    "emacs": "editor commands",
+    "expect": "a script of commands",
+}
+_OPAQUE_ALWAYS = frozenset({"tmux", "screen", "at", "batch"})
+_OPAQUE_CODE_OPTIONS = names("-c --cmd -S -s -ex -iex --eval-command --init-eval-command -x --command --eval -l "
+                             "--load --script -o -batch-silent")
+_TMUX_VALUES = names("-c -e -F -f -L -l -n -S -s -t -x -y -w -h")
+_BANG = re.compile(r"\s*:?\s*(?:silent!?\s+)?(?:!|shell\s+)(.*)", re.S)
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 
 
@@ -554,6 +623,7 @@ class Invocation:
     chain: list[str] = field(default_factory=list)  # every program on the way, outermost first
     payloads: list[str] = field(default_factory=list)  # shell code handed over as text (bash -c, eval …)
     too_deep: bool = False  # more wrappers than _MAX_WRAPPERS: what finally runs is unknown
+    opaque: list[str] = field(default_factory=list)  # why what finally runs cannot all be seen
 
     @property
     def name(self) -> str:
@@ -585,8 +655,27 @@ def look_through(words: Sequence[Word]) -> Invocation:
                 break
         elif name == "eval":
             payload = " ".join(word.text for word in rest[1:])
-        elif name == "su":
-            payload = option_value([word.text for word in rest[1:]], "-c", "--command") or ""
+        elif name in _COMMAND_OPTIONS and (
+            code := _command_option([word.text for word in rest[1:]], *_COMMAND_OPTIONS[name])
+        ) is not None:
+            payload = code
+        elif name in ("su", "script"):
+            rest = []  # an interactive shell: nothing more on the line runs
+        elif name == "sg":
+            operands = [word.text for word in rest[2:] if word.text != "-c"]
+            payload = " ".join(operands)
+        elif name == "entr" and any(w.text.startswith("-") and "s" in w.text[1:] for w in rest[1:2]):
+            start = skip_options([word.text for word in rest], "", frozenset())
+            payload = rest[start].text if start < len(rest) else ""
+        elif name == "parallel":
+            rest, payload = _parallel_command(rest)
+            if payload is None:
+                continue
+        elif name in _OPAQUE and (name in _OPAQUE_ALWAYS or _code_option_values([w.text for w in rest[1:]])):
+            invocation.opaque.append(f"{name}: {_OPAQUE[name]}")
+            invocation.payloads.extend(_opaque_payloads(name, [word.text for word in rest[1:]]))
+            rest = []
+            break
         elif name == "watch":
             start = skip_options([word.text for word in rest], "n", frozenset({"--interval"}))
             payload = " ".join(word.text for word in rest[start:])
@@ -610,6 +699,67 @@ def look_through(words: Sequence[Word]) -> Invocation:
         invocation.too_deep, rest = True, []
     invocation.argv = rest
     return invocation
+
+
+def _command_option(args: Sequence[str], short: str, long: str) -> str | None:
+    """The value of ``-c``/``--command`` also where ``-c`` closes a cluster (``su -lc 'make'``)."""
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return None
+        if arg == long or (arg.startswith("-") and not arg.startswith("--") and arg.endswith(short[1])):
+            return args[index + 1] if index + 1 < len(args) else ""
+        if arg.startswith(long + "="):
+            return arg[len(long) + 1 :]
+    return None
+
+
+def _parallel_command(words: list[Word]) -> tuple[list[Word], str | None]:
+    """GNU parallel's command with its first input filled in (``parallel rm -rf ::: ~`` runs ``rm -rf ~``):
+    as words to look through further, or as a shell string when it was given as one."""
+    texts = [word.text for word in words]
+    start = skip_options(texts, "jSaCdEINnPs", names("--jobs --sshlogin --arg-file --colsep --delimiter "
+                                                       "--max-args --replace --tmpdir --joblog --results"))
+    end = next((index for index in range(start, len(words)) if texts[index] in (":::", "::::", ":::+")), len(words))
+    inputs = [Word(text) for text in texts[end + 1 :] if text not in (":::", "::::", ":::+")][:1]
+    command = list(words[start:end])
+    if len(command) == 1 and " " in command[0].text:
+        return [], command[0].text.replace("{}", inputs[0].text if inputs else "")
+    return command + inputs, None
+
+
+def _opaque_payloads(name: str, args: list[str]) -> list[str]:
+    """What can be read of the commands an opaque program is told to run (``vim -c '!rm -rf ~'``,
+    ``gdb -ex 'shell …'``, ``tmux new 'make'``), so a catastrophic one is still refused."""
+    if name in ("tmux", "screen"):
+        operands, index = [], 0
+        while index < len(args):
+            if args[index] in _TMUX_VALUES:
+                index += 2
+                continue
+            if not args[index].startswith("-"):
+                operands.append(args[index])
+            index += 1
+        operands = operands[1:] if name == "tmux" else operands  # tmux's first operand is its own command
+        return [" ".join(operands)] if operands else []
+    found = []
+    for value in _code_option_values(args):
+        match = _BANG.fullmatch(value)
+        if match and match.group(1).strip():
+            found.append(match.group(1))
+    return found
+
+
+def _code_option_values(args: list[str]) -> list[str]:
+    """The values of an editor's or debugger's options that carry commands (``-c``, ``-ex``, ``+cmd``)."""
+    values = []
+    for index, arg in enumerate(args):
+        if arg.startswith("+") and not arg[1:].isdigit():
+            values.append(arg[1:])
+        elif arg in _OPAQUE_CODE_OPTIONS and index + 1 < len(args):
+            values.append(args[index + 1])
+        elif arg.partition("=")[0] in _OPAQUE_CODE_OPTIONS and "=" in arg:
+            values.append(arg.partition("=")[2])
+    return values
 
 
 def skip_options(words: Sequence[str], short_values: str, long_values: frozenset[str]) -> int:

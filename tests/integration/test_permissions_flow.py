@@ -18,6 +18,7 @@ import yaml
 from tests.support.acp_harness import EditorClient, choose, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
+from tools.sandbox import detect
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +36,8 @@ def offered(request: dict[str, Any]) -> list[dict[str, str]]:
 
 def edit(call_id: str, path: str, old: str, new: str) -> Any:
     return tool_reply("patch", {"mode": "replace", "path": path, "old_string": old, "new_string": new}, id=call_id)
+
+STATUS = detect()
 
 
 async def test_allow_once_asks_with_the_diff_every_time(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
@@ -200,9 +203,9 @@ async def test_command_grants_persist_per_project_for_a_new_server_process(
     ]
     assert "`git status`" in next(o["name"] for o in status_request["options"] if o["kind"] == "allow_always")
     stored = yaml.safe_load((home / "acp-hermes" / "permissions.yaml").read_text())
-    assert stored["projects"][str(workspace.resolve())] == {
-        "allow_commands": ["git status"], "reject_commands": ["touch"]
-    }
+    stored_grants = {"reject_commands": ["touch"]}  # given in the sandbox, the grant is kept as such
+    stored_grants["allow_commands"] = ["sandbox:git status" if STATUS.available else "git status"]
+    assert stored["projects"][str(workspace.resolve())] == stored_grants
     assert first_calls["toolu_status_again"].status == "completed"
     assert not (workspace / "first").exists()
 

@@ -47,7 +47,8 @@ async def test_bypass_runs_ordinary_commands_unasked_but_inside_the_sandbox(
     fake_anthropic.script(
         terminal("echo built > made.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"", "toolu_build"),
         terminal(sneaky, "toolu_sneaky"),
-        terminal("cat ~/.ssh/id_rsa; echo \"key=[$ANTHROPIC_API_KEY]\"", "toolu_peek"),
+        # Spelled so the analysis cannot name the key (``cat ~/.ssh/id_rsa`` asks): the sandbox must hide it.
+        terminal("cat \"$(echo ~)/.ssh/id_rsa\"; echo \"key=[$ANTHROPIC_API_KEY]\"", "toolu_peek"),
         text_reply("done"),
     )
     client = EditorClient(policy=choose("reject_once"))
@@ -66,8 +67,9 @@ async def test_bypass_runs_ordinary_commands_unasked_but_inside_the_sandbox(
     peek, _ = tool_result(fake_anthropic, "toolu_peek")
     assert "PRIVATE KEY" not in peek and "key=[]" in peek
     assert calls["toolu_sneaky"].status == "failed"
-    if client_terminal:  # the editor's terminal ran the wrapped command line
-        assert all(Path(command).name == "bwrap" for command, _ in client.terminal_commands)
+    if client_terminal:  # the editor's terminal ran the wrapped command line: the filter opened, then bwrap
+        for command, args in client.terminal_commands:
+            assert command == "/bin/sh" and Path(args[4]).name == "bwrap" and "--seccomp" in args
 
 
 @needs_sandbox

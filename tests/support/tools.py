@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ class RecordingGate:
         self.states.append(list(changes))
         self._decide()
 
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
+    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
+                             links: Mapping[Path, Path] | None = None) -> None:
         self.reads.append(list(paths))  # reads are never refused here: the policy's tests cover that
 
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,

@@ -212,11 +212,14 @@ _SIDE_EFFECT_CALLS = {  # dotted call → what it does
 }
 _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes", "touch", "apply"}
 # local_io is where the doors are implemented; search runs ripgrep and git queries, which read only;
-# the sandbox runs bubblewrap once to see that it works.
+# the sandbox runs bubblewrap once to see that it works; the terminal removes its own log directory.
 _ALLOWED = {
     "tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
     "tools.search": {"anyio.open_process", "anyio.run_process"},
     "tools.sandbox": {"subprocess.run", "shutil.rmtree"},  # bubblewrap probe; its own temp dir
+    "tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
+    "tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
+    "tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
 }
 
 

@@ -251,3 +251,38 @@ def test_a_pipe_is_not_a_regular_file() -> None:
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+# -- a response too deep to parse fails the request it answers -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":3,"result":{"outcome":' + nested(200) + b"}}", True),
+        (b'{"id":3,"error":' + nested(200) + b"}", True),
+        (b'{"id":3,"method":"x","params":{"result":1}}', False),  # a request: a nested "result" is not its
+        (b'{"result":' + nested(200) + b',"method":"x"}', False),  # a method after a deep value still counts
+        (b'[{"id":3,"result":1}]', False),
+        (b'{"id":3}', False),
+    ],
+)
+def test_is_response(line: bytes, expected: bool) -> None:
+    assert wire.is_response(line) is expected
+
+
+@pytest.mark.anyio
+async def test_a_response_too_deep_to_parse_fails_its_request_and_is_not_answered() -> None:
+    line = b'{"jsonrpc":"2.0","id":12,"result":{"outcome":' + nested(MAX_NESTING + 5) + b"}}"
+    transport, writer = transport_over(line + b"\n")
+    message = await transport.receive()
+    assert message is not None and message["id"] == 12 and "result" not in message
+    assert message["error"]["code"] == INVALID_REQUEST
+    assert writer.writes == []  # a response is never answered
+
+
+@pytest.mark.anyio
+async def test_a_response_too_deep_without_an_id_is_dropped() -> None:
+    transport, writer = transport_over(b'{"result":' + nested(MAX_NESTING + 5) + b"}\n")
+    assert await transport.receive() is None
+    assert writer.writes == []

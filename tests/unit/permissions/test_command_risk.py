@@ -467,25 +467,27 @@ def test_a_long_line_is_handled() -> None:
 
 KEYS = [
     ("git status", ("git status",)),
-    ("git -C sub status --short", ("git status",)),
+    ("git -C sub status --short", None),  # -C: another repository's configuration
     ("git --no-pager log --oneline", ("git log",)),
     ("/usr/bin/git log", ("git log",)),
     ("pytest -q tests/x.py && git diff", ("pytest", "git diff")),
     ("pytest; pytest -x", ("pytest",)),
     ("ls -la", ("ls",)),
-    ("FOO=1 BAR=2 npm run build", ("npm run build",)),
+    ("FOO=1 BAR=2 npm run build", None),  # an assignment changes what a program reads
     ("npm test", ("npm test",)),
     ("npm run", ("npm run",)),
-    ("npm --prefix web run lint -- --fix", ("npm run lint",)),
+    ("npm --prefix web run lint -- --fix", None),
+    ("npm run lint -- --fix", ("npm run lint",)),  # what follows -- goes to the project's own script
     ("yarn build", ("yarn build",)),
     ("pnpm run test", ("pnpm run test",)),
     ("npx jest --watch", ("npx jest",)),
     ("npx --yes create-react-app app", ("npx create-react-app",)),
-    ("./node_modules/.bin/jest --watch", ("jest",)),
-    ("node_modules/.bin/tsc -p .", ("tsc",)),
+    ("./node_modules/.bin/jest --watch", ("./node_modules/.bin/jest",)),  # a path names one executable
+    ("node_modules/.bin/tsc -p .", ("node_modules/.bin/tsc",)),
     ("pip install requests", ("pip install",)),
     ("python -m pytest -q", ("python -m pytest",)),
-    ("python3 -m pip install -e .", ("python3 -m pip install",)),
+    ("python3 -m pip install -e .", None),  # pip has no table: no option of it is known harmless
+    ("python3 -m pip install requests", ("python3 -m pip install",)),
     ("python -c 'print(1)'", ("python -c print(1)",)),
     ("python tools/gen.py --out x", ("python tools/gen.py",)),
     ("python", ("python",)),
@@ -501,28 +503,28 @@ KEYS = [
     ("cargo +nightly build --release", ("cargo build",)),
     ("go test ./...", ("go test",)),
     ("go mod tidy", ("go mod tidy",)),
-    ("docker ps -a", ("docker ps",)),
-    ("docker compose -f dev.yml up -d", ("docker compose up",)),
-    ("docker run --rm -it ubuntu bash", ("docker run",)),
-    ("kubectl -n prod get pods", ("kubectl get",)),
+    ("docker ps", ("docker ps",)),
+    ("docker ps -a", None),
+    ("kubectl get pods", ("kubectl get",)),
     ("gh pr view 12", ("gh pr view",)),
     ("gh api repos/x/y", ("gh api",)),
     ("aws s3 ls s3://bucket", ("aws s3 ls",)),
     ("make", ("make",)),
     ("make test lint", ("make test", "make lint")),
-    ("make -j 8 -C sub CC=clang test", ("make test",)),
+    ("make -j 8 test", ("make test",)),
+    ("make -j 8 -C sub CC=clang test", None),
     ("./gradlew build", ("./gradlew build",)),
-    ("mvn -q clean install", ("mvn clean", "mvn install")),
-    ("bin/rails server", ("rails server",)),
+    ("mvn clean install", ("mvn clean", "mvn install")),
+    ("bin/rails server", ("bin/rails server",)),
     ("./git status", ("./git status",)),
     ("scripts/deploy.sh prod", ("scripts/deploy.sh",)),
     ("sudo apt install foo", ("apt install",)),
     ("timeout 60 pytest", ("pytest",)),
     ("nohup npm start &", ("npm start",)),
-    ("env -i LANG=C ls", ("ls",)),
+    ("env -i LANG=C ls", None),
     ("time make", ("make",)),
     ("ls | xargs -n1 wc -l", ("ls", "wc")),
-    ("find . -exec rm {} \\;", ("find", "rm")),
+    ("find . -exec rm {} \\;", None),  # find -exec is not among the harmless primaries
     ("find . -name '*.py'", ("find",)),
     ("bash -c 'ls -la && git status'", ("ls", "git status")),
     ("sh -c 'pytest'", ("pytest",)),
@@ -544,14 +546,14 @@ KEYS = [
     ("> out.txt", (">",)),
     ("sudo -s", ("sudo",)),
     ("command -v git", ("command",)),
-    ("FOO=1", ()),
+    ("FOO=1", None),
     ("", ()),
     ("# just a comment", ()),
 ]
 
 
 @pytest.mark.parametrize(("command", "keys"), KEYS)
-def test_command_keys(command: str, keys: tuple[str, ...]) -> None:
+def test_command_keys(command: str, keys: tuple[str, ...] | None) -> None:
     assert command_keys(command) == keys
 
 
@@ -632,13 +634,25 @@ def test_no_grant_covers_what_changes_what_runs(command: str) -> None:
     [
         ("python3 -c 'import sys; print(sys.version)'", ("python3 -c import sys; print(sys.version)",)),
         ("sed -n 1,5p notes.txt", ("sed",)),
-        ("sed -i s/a/b/ notes.txt", ("sed -i",)),
+        ("sed -i s/a/b/ notes.txt", None),
+        ("sed -n '1e touch x' notes.txt", None),
         ("perl -i -pe 's/a/b/' notes.txt", ("perl -i -e s/a/b/",)),
         ("busybox ls -la", ("ls",)),
-        ("git -C sub status", ("git status",)),
-        ("git -C /home/dev/project/sub status", ("git status",)),
+        ("git -C sub status", None),
+        ("git --git-dir=evil --work-tree=. status", None),
+        ("rg --pre ./sh.sh x", None),
+        ("rg -n foo src", ("rg",)),
+        ("tar -xf a.tar --checkpoint-action=exec=sh", None),
+        ("git log --output=/home/dev/.bashrc", None),
+        ("find . -fprint /tmp/x", None),
+        ("make --eval=x", None),
+        ("pytest --basetemp=/home/dev", None),
+        ("pytest -x -k slow", ("pytest",)),
+        ("HOME=. git status", None),
+        ("./bin/git status", ("./bin/git status",)),
+        ("tmux new -d make", None),
         ("awk '{ print $1 }' notes.txt", ("awk",)),
-        ("GIT_AUTHOR_NAME=me git commit -m x", ("git commit",)),
+        ("GIT_AUTHOR_NAME=me git commit -m x", None),
         ('eval "$(ssh-agent -s)"', None),
     ],
 )

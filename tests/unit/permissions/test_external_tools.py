@@ -1,5 +1,6 @@
-"""MCP tools through the policy and the gate: read-only ones run, the others ask as the mode says,
-"always" is remembered per project for that server and tool (and read back by a new gate)."""
+"""MCP tools through the policy and the gate: a server's annotations are believed only once the user
+trusts the server; the others ask as the mode says, "always" is remembered per project for that server
+and tool, trust for the server (and read back by a new gate)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,21 @@ pytestmark = pytest.mark.anyio
 WHERE = Surroundings(Path("/home/u"), Path("/home/u/.hermes"), (Path("/ws"),))
 WRITE = ExternalToolRequest("docs", "write_note")
 READ = ExternalToolRequest("docs", "echo", read_only=True)
+TRUSTED = Grants(allowed_commands=frozenset({"mcp-server:docs"}))
 
 
 @pytest.mark.parametrize(
     ("request_", "mode", "grants", "outcome"),
     [
-        (READ, Mode.DEFAULT, Grants(), "allow"),
-        (READ, Mode.PLAN, Grants(), "allow"),
+        (READ, Mode.DEFAULT, Grants(), "ask"),  # a claim of an untrusted server
+        (READ, Mode.ACCEPT_EDITS, Grants(), "ask"),
+        (READ, Mode.PLAN, Grants(), "refuse"),
+        (READ, Mode.BYPASS, Grants(), "allow"),
+        (READ, Mode.DEFAULT, TRUSTED, "allow"),
+        (READ, Mode.PLAN, TRUSTED, "allow"),
+        (WRITE, Mode.DEFAULT, TRUSTED, "ask"),  # trust covers read-only tools only
+        (WRITE, Mode.PLAN, TRUSTED, "refuse"),
+        (READ, Mode.DEFAULT, Grants(allowed_commands=frozenset({"mcp-server:other"})), "ask"),
         (WRITE, Mode.DEFAULT, Grants(), "ask"),
         (WRITE, Mode.ACCEPT_EDITS, Grants(), "ask"),  # not an edit the editor could show
         (WRITE, Mode.BYPASS, Grants(), "allow"),
@@ -43,6 +52,14 @@ def test_asking_offers_to_remember_that_server_tool_only() -> None:
     offer = decide(WRITE, Mode.DEFAULT, Grants(), WHERE).offer
     assert offer is not None and offer.scope == "tools" and offer.keys == ("mcp:docs/write_note",)
     assert offer.allow_label == "Always allow write_note of docs in this project"
+
+
+def test_a_read_only_tool_of_an_untrusted_server_offers_to_trust_the_server() -> None:
+    verdict = decide(READ, Mode.DEFAULT, Grants(), WHERE)
+    assert verdict.reasons == ("docs says it only reads; it is not trusted yet",)
+    offer = verdict.offer
+    assert offer is not None and offer.keys == ("mcp-server:docs",) and offer.rejected_keys == ("mcp:docs/echo",)
+    assert offer.allow_label.startswith("Trust docs")
 
 
 class Answers:
@@ -75,7 +92,7 @@ async def test_the_question_shows_the_arguments_and_always_sticks_across_gates(t
 
 
 async def test_a_call_runs_only_after_its_own_authorization(tmp_path: Path) -> None:
-    ctx = make_context(tmp_path, gate=gate(tmp_path, Answers("reject_once")))
+    ctx = make_context(tmp_path, gate=gate(tmp_path, Answers("reject_once", "allow_once")))
     ran: list[str] = []
 
     async def call() -> str:
@@ -88,6 +105,20 @@ async def test_a_call_runs_only_after_its_own_authorization(tmp_path: Path) -> N
         await ctx.authorize_external("docs", "write_note", {}, read_only=False)
     with pytest.raises(PermissionDenied):
         await ctx.call_external("docs", "write_note", call)
-    await ctx.authorize_external("docs", "echo", {}, read_only=True)  # read-only: no question
+    await ctx.authorize_external("docs", "echo", {}, read_only=True)  # an untrusted server's claim: asked
     assert await ctx.call_external("docs", "echo", call) == "result"
     assert ran == ["ran"]
+
+
+async def test_trusting_a_server_is_remembered_and_rejecting_its_tool_stays_narrow(tmp_path: Path) -> None:
+    answers = Answers("allow_always", "reject_always")
+    first = gate(tmp_path, answers)
+    await make_context(tmp_path, gate=first).authorize_external("docs", "echo", {}, read_only=True)
+    assert "trusted MCP server (its read-only tools run unasked): docs" in await first.describe()
+    later = gate(tmp_path, Answers(), Mode.PLAN)  # a new process, in plan mode: trusted read-only runs, asks nothing
+    await make_context(tmp_path, gate=later).authorize_external("docs", "echo", {}, read_only=True)
+    other = gate(tmp_path, answers)
+    with pytest.raises(PermissionDenied):
+        await make_context(tmp_path, gate=other).authorize_external("wiki", "lookup", {}, read_only=True)
+    assert "reject MCP tool: wiki/lookup" in await other.describe()
+    assert not any("trusted MCP server" in line and "wiki" in line for line in await other.describe())

@@ -42,10 +42,21 @@ class FakeSandbox:
 
     available: bool = True
     asked: list[bool] = field(default_factory=list)
+    audited: list[Any] = field(default_factory=list)
 
     def confinement(self, network: bool) -> Any:
         self.asked.append(network)
         return ("confined", network)
+
+    def audit(self, confinement: Any) -> list[Any]:
+        self.audited.append(confinement)
+        return []
+
+    def audit_when_done(self, process: Any, confinement: Any) -> None:
+        self.audited.append(("when done", confinement))
+
+    def take_pending(self) -> list[Any]:
+        return []
 
 
 @dataclass
@@ -179,6 +190,7 @@ async def test_a_sandboxed_permit_runs_in_the_sessions_sandbox(tmp_path: Path, n
     assert outcome.sandboxed and editor.runs[0].confinement == ("confined", network)
     assert editor.detached == [("pytest", ("confined", network))]
     assert sandbox.asked == [network, network]
+    assert sandbox.audited == [("confined", network), ("when done", ("confined", network))]
 
 
 @pytest.mark.parametrize("sandbox", [None, FakeSandbox(available=False),
