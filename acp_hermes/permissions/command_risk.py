@@ -483,21 +483,7 @@ def _follow_cd(invocation: Invocation, env: _Env, findings: _Findings) -> None:
 
 def _program_running_assignments(command: Command) -> list[str]:
     """Names assigned on the line (``X=1 cmd``, ``env X=1 cmd``) that change what ends up running."""
-    found = []
-    after_env = False
-    for word in command.words:
-        name, is_assignment, _ = word.text.partition("=")
-        if is_assignment and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?", name):
-            if _RUNS_PROGRAMS.fullmatch(name.rstrip("+")):
-                found.append(name.rstrip("+"))
-            continue
-        if program_name(word.text) == "env" and not after_env:
-            after_env = True
-            continue
-        if after_env and word.text.startswith("-"):
-            continue
-        break
-    return found
+    return [name for name in _assigned_names(command) if _RUNS_PROGRAMS.fullmatch(name)]
 
 
 def _assess_piped_scripts(

@@ -15,7 +15,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ import pytest
 
 from tests.support.acp_harness import EditorClient, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
+from tests.support.listeners import answering
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
 from tools.sandbox import detect
 
@@ -205,23 +205,8 @@ def agent_socket() -> Iterator[Path]:
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     os.chmod(path, 0o777)
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            connection.sendall(b"SECRET-FROM-AGENT")
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield path
-    server.shutdown(socket.SHUT_RDWR)
-    server.close()
-    thread.join()
+    with answering(server, b"SECRET-FROM-AGENT"):
+        yield path
     shutil.rmtree(folder, ignore_errors=True)
 
 

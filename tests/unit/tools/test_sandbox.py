@@ -10,12 +10,12 @@ from __future__ import annotations
 import shlex
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.listeners import answering
 from tests.support.tools import RecordingGate, make_context
 from tools.contracts import CommandRequest
 from tools.local_io import LocalEditor
@@ -88,21 +88,8 @@ def listener() -> Iterator[int]:
     """A TCP server on the host's loopback (what a sandbox without network must not reach)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        try:
-            while True:
-                server.accept()[0].close()
-        except OSError:  # closed at teardown
-            return
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    server.shutdown(socket.SHUT_RDWR)
-    server.close()
-    thread.join()
+    with answering(server, b""):
+        yield server.getsockname()[1]
 
 
 @needs_sandbox

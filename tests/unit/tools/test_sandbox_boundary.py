@@ -16,13 +16,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.listeners import answering
 from tools.sandbox import Bubblewrap, _probe, detect
 from tools.seccomp import filter_file
 
@@ -111,25 +111,8 @@ def host_socket(places: dict[str, Path], user: int | None) -> Iterator[Path]:
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     os.chmod(path, 0o777)
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            connection.sendall(b"SECRET-AGENT")
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with answering(server, b"SECRET-AGENT"):
         yield path
-    finally:
-        server.shutdown(socket.SHUT_RDWR)
-        server.close()
-        thread.join()
 
 
 CONNECT = "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{0}'); print(s.recv(20))"
@@ -191,23 +174,8 @@ def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Pat
 def listener() -> Iterator[int]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            connection.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nREACHED")
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    server.shutdown(socket.SHUT_RDWR)
-    server.close()
-    thread.join()
+    with answering(server, b"HTTP/1.0 200 OK\r\nContent-Length: 7\r\n\r\nREACHED"):
+        yield server.getsockname()[1]
 
 
 def test_no_network_by_any_means(user: int | None, places: dict[str, Path], listener: int) -> None:
