@@ -294,9 +294,20 @@ async def test_without_a_sandbox_grants_cover_only_harmless_forms_of_the_same_pr
         terminal("git --git-dir=evil --work-tree=. status", "toolu_gitdir"),
         terminal("./bin/git status", "toolu_local"),
         terminal("git log --output=/tmp/acp-hermes-never-written", "toolu_output"),
+        # Options nobody reads as code, under grants of the same programs:
+        terminal("sed -n 1p notes.txt", "toolu_sed_granted"),
+        terminal(f"sed -n '1e touch {pwned}' notes.txt", "toolu_sed_e"),
+        terminal("find . -name notes.txt", "toolu_find_granted"),
+        terminal(f"find . -name notes.txt -fprint {pwned}", "toolu_fprint"),
+        terminal("tar -cf notes.tar notes.txt", "toolu_tar_granted"),
+        terminal(f"tar -cf again.tar --checkpoint=1 --checkpoint-action=exec='touch {pwned}' notes.txt",
+                 "toolu_checkpoint"),
+        terminal("make -s notes", "toolu_make_granted"),
+        terminal(f"make -s --eval='x: ; touch {pwned}' x", "toolu_eval"),
         text_reply("done"),
     )
-    client = EditorClient(policy=by_call({"toolu_granted": "allow_always"}, default="reject_once"))
+    granted = ("toolu_granted", "toolu_sed_granted", "toolu_find_granted", "toolu_tar_granted", "toolu_make_granted")
+    client = EditorClient(policy=by_call(dict.fromkeys(granted, "allow_always"), default="reject_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         workspace = agent.workspace
         git("init", "-q", ".", cwd=workspace)
@@ -307,10 +318,15 @@ async def test_without_a_sandbox_grants_cover_only_harmless_forms_of_the_same_pr
         (workspace / "bin").mkdir()
         (workspace / "bin" / "git").write_text(f"#!/bin/sh\ntouch {pwned}\n")
         (workspace / "bin" / "git").chmod(0o755)
+        (workspace / "notes.txt").write_text("notes\n")
+        (workspace / "Makefile").write_text("notes:\n\t@true\n")
         sid = await agent.new_session()
         assert await agent.prompt(sid, "status?") == "end_turn"
-    assert asked_ids(client) == ["toolu_granted", "toolu_home", "toolu_xdg", "toolu_gitdir", "toolu_local",
-                                 "toolu_output"]
+    assert asked_ids(client) == [
+        "toolu_granted", "toolu_home", "toolu_xdg", "toolu_gitdir", "toolu_local", "toolu_output",
+        "toolu_sed_granted", "toolu_sed_e", "toolu_find_granted", "toolu_fprint", "toolu_tar_granted",
+        "toolu_checkpoint", "toolu_make_granted", "toolu_eval",
+    ]
     assert not pwned.exists() and not Path("/tmp/acp-hermes-never-written").exists()
 
 
