@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
 
 from acp_hermes.permissions.modes import Mode
-from memory.values import value
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 

@@ -74,11 +74,11 @@ from acp_hermes.testing.scripted_model import (
     TextBlock,
     ToolUseBlock,
 )
-from tools import core_tools
-from tools.context import CommandPermit, ToolContext, ToolScope
-from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolCallUpdated, ToolEvent
-from tools.local_io import LocalEditor
-from tools.registry import ToolCall, ToolRegistry
+from acp_hermes_tools import core_tools
+from acp_hermes_tools.context import CommandPermit, ToolContext, ToolScope
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolCallUpdated, ToolEvent
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.registry import ToolCall, ToolRegistry
 
 TARGET_P99_MS = 5.0
 CALLS_PER_PROMPT = 50  # stays under the default iteration budget of 90 model calls per turn

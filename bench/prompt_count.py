@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--server", default=f"{sys.executable} -m acp_hermes", help="the agent command to measure")
     args = parser.parse_args(argv)
     server = tuple(shlex.split(args.server))
-    from tools.sandbox import detect
+    from acp_hermes_tools.sandbox import detect
 
     print(f"sandbox: {detect().detail}")
     for mode in ("default", "accept-edits"):

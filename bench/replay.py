@@ -35,8 +35,8 @@ from startup import AgentProcess, add_server_option, cpu_ns, editor_env, initial
 
 from acp_hermes.core.transcript import ToolOutcome
 from acp_hermes.core.user_prompt import LinkPart, PromptPart, TextPart, to_record
-from memory.session_db import SessionDB
-from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TextDisplay
+from acp_hermes_memory.session_db import SessionDB
+from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry, TextDisplay
 
 TARGET_MS = 300.0
 SESSION_ID = "bench-replay-session"

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.contracts import CommandRequest  # noqa: E402
-from tools.local_io import LocalEditor  # noqa: E402
-from tools.sandbox import SessionSandbox, detect, hidden_paths  # noqa: E402
+from acp_hermes_tools.contracts import CommandRequest  # noqa: E402
+from acp_hermes_tools.local_io import LocalEditor  # noqa: E402
+from acp_hermes_tools.sandbox import SessionSandbox, detect, hidden_paths  # noqa: E402
 
 TARGET_MS = 15.0
 AUDIT_TARGET_MS = 5.0

@@ -44,8 +44,8 @@ from typing import Any
 
 from startup import AgentProcess, add_server_option, editor_env, initialize_params, scratch_dirs
 
-from memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
-from memory.session_db import INDEX_MERGE_IDLE_SECONDS, SessionDB
+from acp_hermes_memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
+from acp_hermes_memory.session_db import INDEX_MERGE_IDLE_SECONDS, SessionDB
 
 BIG_SESSION_ID = "bench-big-session"
 BIG_SESSION_MESSAGES = 5_000

@@ -42,12 +42,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.skills import SkillStore
-from tools.context import ToolContext, ToolScope
-from tools.contracts import FileChange, ToolServices
-from tools.local_io import LocalEditor
-from tools.registry import ToolCall, ToolRegistry
-from tools.skills import SKILL_TOOLS
+from acp_hermes_memory.skills import SkillStore
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import FileChange, ToolServices
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.registry import ToolCall, ToolRegistry
+from acp_hermes_tools.skills import SKILL_TOOLS
 
 WORDS = (
     "deploy", "build", "test", "review", "release", "rollback", "migrate", "debug", "profile", "trace",

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
-from memory.values import value
+from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 

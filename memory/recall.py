@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
-from memory.scan import guard_context_text
+from acp_hermes_memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
+from acp_hermes_memory.scan import guard_context_text
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord, SearchHit, SessionDB, SessionRecord
+    from acp_hermes_memory.session_db import MessageRecord, SearchHit, SessionDB, SessionRecord
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.session_db import SessionDB, is_corruption
+from acp_hermes_memory.session_db import SessionDB, is_corruption
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Literal
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 Scope = Literal["all", "context", "strict"]
 

@@ -36,9 +36,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from memory import row_format
-from memory.fs import private_directory, private_file
-from memory.session_schema import (
+from acp_hermes_memory import row_format
+from acp_hermes_memory.fs import private_directory, private_file
+from acp_hermes_memory.session_schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     TRIGRAM_INDEX,
@@ -50,7 +50,7 @@ from memory.session_schema import (
     search_out_of_step,
     sync_search_index,
 )
-from memory.values import value
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 

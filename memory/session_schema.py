@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memory import row_format
-from memory.fts_query import CJK_GLOB
+from acp_hermes_memory import row_format
+from acp_hermes_memory.fts_query import CJK_GLOB
 
 log = logging.getLogger(__name__)
 

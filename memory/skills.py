@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from memory.fs import delete_exactly, exclusive_lock, lock_path_for, write_text_exactly
-from memory.scan import Finding, scan
-from memory.values import value
+from acp_hermes_memory.fs import delete_exactly, exclusive_lock, lock_path_for, write_text_exactly
+from acp_hermes_memory.scan import Finding, scan
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 

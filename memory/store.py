@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
-from memory.scan import first_threat, scan
-from memory.text import one_line
+from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+from acp_hermes_memory.scan import first_threat, scan
+from acp_hermes_memory.text import one_line
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tools.registry import Tool
+    from acp_hermes_tools.registry import Tool
 
 
 # The names of core_tools(), in order, without importing the tool modules (~40 ms): a new
@@ -31,17 +31,17 @@ def core_tools() -> list[Tool]:
 
     Imported here rather than at module level so start-up does not pay for them.
     """
-    from tools.clarify import CLARIFY_TOOL
-    from tools.files import FILE_TOOLS
-    from tools.memory import MEMORY_TOOL
-    from tools.session_search import SESSION_SEARCH_TOOL
-    from tools.skills import SKILL_TOOLS
-    from tools.terminal import TERMINAL_TOOL
-    from tools.todo import TODO_TOOL
+    from acp_hermes_tools.clarify import CLARIFY_TOOL
+    from acp_hermes_tools.files import FILE_TOOLS
+    from acp_hermes_tools.memory import MEMORY_TOOL
+    from acp_hermes_tools.session_search import SESSION_SEARCH_TOOL
+    from acp_hermes_tools.skills import SKILL_TOOLS
+    from acp_hermes_tools.terminal import TERMINAL_TOOL
+    from acp_hermes_tools.todo import TODO_TOOL
 
     tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
              CLARIFY_TOOL]
     names = tuple(tool.name for tool in tools)
     if names != CORE_TOOL_NAMES:
-        raise RuntimeError(f"tools.CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")
+        raise RuntimeError(f"CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")
     return tools

@@ -14,10 +14,10 @@ from typing import Any
 
 import anyio
 
-from memory.text import one_line
-from tools.context import ToolContext, ToolScope
-from tools.contracts import Answer, Question, TextDisplay
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import Answer, Question, TextDisplay
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 MAX_CHOICES = 4
 MAX_QUESTION_CHARS = 2000

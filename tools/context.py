@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 import anyio
 
-from memory.values import value
-from tools.contracts import (
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import (
     Answer,
     CommandObserver,
     CommandOutcome,
@@ -35,13 +35,13 @@ from tools.contracts import (
     ToolEventSink,
     ToolServices,
 )
-from tools.paths import is_within, resolve_path
+from acp_hermes_tools.paths import is_within, resolve_path
 
 if TYPE_CHECKING:
     import subprocess
 
-    from tools.sandbox import SessionSandbox
-    from tools.secret_links import SecretLinks
+    from acp_hermes_tools.sandbox import SessionSandbox
+    from acp_hermes_tools.secret_links import SecretLinks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     import subprocess
 
-    from memory.session_db import SessionDB
-    from memory.skills import SkillStore
-    from memory.store import MemoryStore
-    from tools.sandbox import Confinement
+    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_memory.skills import SkillStore
+    from acp_hermes_memory.store import MemoryStore
+    from acp_hermes_tools.sandbox import Confinement
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 PlanStatus = Literal["pending", "in_progress", "completed"]

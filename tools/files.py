@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import anyio
 
-from memory.text import one_line
-from tools.context import ToolContext, ToolScope
-from tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
-from tools.diffs import (
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
+from acp_hermes_tools.diffs import (
     FileEdit,
     PatchError,
     apply_patch,
@@ -32,9 +32,9 @@ from tools.diffs import (
     replace_text,
     split_lines,
 )
-from tools.paths import resolve_path
-from tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
-from tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
+from acp_hermes_tools.paths import resolve_path
+from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
 
 DEFAULT_READ_LIMIT = 500
 MAX_READ_LIMIT = 2000

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from memory.fs import delete_exactly, write_text_exactly
-from tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from acp_hermes_memory.fs import delete_exactly, write_text_exactly
+from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest
 
 if TYPE_CHECKING:
-    from tools.sandbox import Confinement
+    from acp_hermes_tools.sandbox import Confinement
 
 log = logging.getLogger(__name__)
 

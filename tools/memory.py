@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memory.store import (
+from acp_hermes_memory.store import (
     ACTIONS,
     FILE_NAMES,
     TARGETS,
@@ -22,10 +22,10 @@ from memory.store import (
     serialize_entries,
     usage_text,
 )
-from memory.text import one_line
-from tools.context import ToolContext, ToolScope
-from tools.contracts import DiffDisplay, FileChange, Location
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 _TITLE_CHARS = 60
 

@@ -35,8 +35,8 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
-from memory.values import value
-from tools.paths import is_within
+from acp_hermes_memory.values import value
+from acp_hermes_tools.paths import is_within
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import anyio
 
-from memory.fs import PathChanged
-from memory.scan import scan
-from tools.context import ToolContext, ToolScope
-from tools.contracts import (
+from acp_hermes_memory.fs import PathChanged
+from acp_hermes_memory.scan import scan
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import (
     Display,
     EditorRefused,
     Location,

@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from memory.values import value
-from tools.command_env import command_environment
-from tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
-from tools.seccomp import LAUNCHER, filter_file
+from acp_hermes_memory.values import value
+from acp_hermes_tools.command_env import command_environment
+from acp_hermes_tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
+from acp_hermes_tools.seccomp import LAUNCHER, filter_file
 
 log = logging.getLogger(__name__)
 

@@ -24,10 +24,10 @@ from typing import Literal
 import anyio
 import anyio.abc
 
-from tools.contracts import Location
-from tools.paths import is_within
-from tools.safe_git import helper_argv, helper_environment
-from tools.sensitive_paths import sensitive_path_reason
+from acp_hermes_tools.contracts import Location
+from acp_hermes_tools.paths import is_within
+from acp_hermes_tools.safe_git import helper_argv, helper_environment
+from acp_hermes_tools.sensitive_paths import sensitive_path_reason
 
 Engine = Literal["auto", "ripgrep", "python"]
 Target = Literal["content", "files"]

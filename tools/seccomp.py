@@ -32,7 +32,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 # struct seccomp_data: the system call number, the audit architecture, then six 64-bit arguments.
 _NR, _ARCH, _ARG0_LOW = 0, 4, 16  # the low half of args[0] on little-endian machines

@@ -75,7 +75,7 @@ class SecretLinks:
             return self._index
 
     def _build(self) -> dict[Inode, Path]:
-        from tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off session start
+        from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off session start
 
         index: dict[Inode, Path] = {}
         for path in self._secret_files():
@@ -93,8 +93,8 @@ class SecretLinks:
 
     def _secret_files(self) -> Iterable[Path]:
         """Every file at a known secret location (unchecked: may not exist)."""
-        from tools.sandbox import HIDDEN_IN_HOME
-        from tools.sensitive_paths import sensitive_path_reason
+        from acp_hermes_tools.sandbox import HIDDEN_IN_HOME
+        from acp_hermes_tools.sensitive_paths import sensitive_path_reason
 
         roots = [self.home / relative for relative in (*HIDDEN_IN_HOME, *_HOME_FILES)]
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.recall import (
+from acp_hermes_memory.recall import (
     ALL_ROLES,
     DEFAULT_PARALLEL,
     DEFAULT_ROLES,
@@ -23,10 +23,10 @@ from memory.recall import (
     SummaryRequest,
     recall,
 )
-from memory.text import one_line
-from tools.context import ToolContext, ToolScope
-from tools.contracts import AuxiliaryModel
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import AuxiliaryModel
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 SUMMARY_MAX_TOKENS = 500
 _TITLE_QUERY_CHARS = 60

@@ -18,12 +18,12 @@ from typing import Any
 
 import anyio
 
-from memory.skills import ACTIONS, SUPPORT_DIRS, SkillChange, SkillError, SkillInfo, SkillStore, SkillView
-from memory.text import one_line
-from tools.context import ToolContext, ToolScope
-from tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
-from tools.diffs import replace_text
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_memory.skills import ACTIONS, SUPPORT_DIRS, SkillChange, SkillError, SkillInfo, SkillStore, SkillView
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
+from acp_hermes_tools.diffs import replace_text
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 _LIST_DESCRIPTION_CHARS = 160
 # A listing longer than this shows names only: more is more than the model reads, and tool output

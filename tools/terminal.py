@@ -26,10 +26,10 @@ from typing import Any
 
 import anyio
 
-from memory.text import one_line
-from tools.context import StateKey, ToolContext, ToolScope
-from tools.contracts import CommandOutcome, CommandRequest, Display, TerminalDisplay, TextDisplay
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
+from acp_hermes_tools.contracts import CommandOutcome, CommandRequest, Display, TerminalDisplay, TextDisplay
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
 

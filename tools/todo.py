@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from tools.context import StateKey, ToolContext, ToolScope
-from tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
+from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled"]
 

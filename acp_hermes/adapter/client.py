@@ -21,10 +21,10 @@ from acp_hermes.adapter.render import render_update, tool_content
 from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import Event
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
-from memory.fs import check_unchanged
-from memory.values import value
-from tools.contracts import Answer, CommandObserver, CommandOutcome, CommandRequest, EditorRefused, Question
-from tools.local_io import LocalEditor
+from acp_hermes_memory.fs import check_unchanged
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import Answer, CommandObserver, CommandOutcome, CommandRequest, EditorRefused, Question
+from acp_hermes_tools.local_io import LocalEditor
 
 if TYPE_CHECKING:
     from acp.connection import Connection

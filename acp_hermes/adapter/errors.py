@@ -15,7 +15,7 @@ from acp import RequestError
 
 from acp_hermes.config import ConfigError
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
-from memory.session_db import SessionDBCorrupt
+from acp_hermes_memory.session_db import SessionDBCorrupt
 
 RESOURCE_NOT_FOUND = -32002
 INTERNAL_ERROR = -32603

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tools.mcp.specs import McpServerSpec, Transport
+    from acp_hermes_tools.mcp.specs import McpServerSpec, Transport
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ MCP_CAPABILITIES = {"http": True, "sse": True}
 
 def specs_from_acp(servers: Iterable[Any] | None) -> list[McpServerSpec]:
     """The servers an editor passed, as specs; a kind acp-hermes cannot connect is logged and left out."""
-    from tools.mcp.specs import McpServerSpec  # a session's business: kept off initialize
+    from acp_hermes_tools.mcp.specs import McpServerSpec  # a session's business: kept off initialize
 
     specs: list[McpServerSpec] = []
     for server in servers or ():

@@ -19,7 +19,7 @@ from acp_hermes.core.events import (
     ToolCallStarted,
     UsageReported,
 )
-from tools.contracts import (
+from acp_hermes_tools.contracts import (
     DiffDisplay,
     Display,
     Location,

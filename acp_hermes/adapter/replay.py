@@ -11,10 +11,10 @@ from acp_hermes.adapter.prompt_blocks import to_block
 from acp_hermes.adapter.render import locations, render_update, tool_content
 from acp_hermes.core.events import AgentText, AgentThought
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, stored_messages
-from tools.contracts import PlanUpdated
+from acp_hermes_tools.contracts import PlanUpdated
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord, SessionRecord
+    from acp_hermes_memory.session_db import MessageRecord, SessionRecord
 
 
 def iso_time(epoch: float) -> str:

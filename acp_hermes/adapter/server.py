@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from acp.agent.connection import AgentSideConnection
 
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from memory.fs import atomic_write_text
+from acp_hermes_memory.fs import atomic_write_text
 
 DIM, BOLD, RESET = "\033[2m", "\033[1m", "\033[0m"
 RED, GREEN, YELLOW, CYAN = "\033[31m", "\033[32m", "\033[33m", "\033[36m"

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from acp_hermes.config import Paths
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 STDIO_LIMIT = 50 * 1024 * 1024
@@ -183,8 +183,8 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
 
     def open_db() -> None:
         try:
-            from memory.fs import remove_stale_temp_files
-            from memory.session_db import SessionDB
+            from acp_hermes_memory.fs import remove_stale_temp_files
+            from acp_hermes_memory.session_db import SessionDB
 
             for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
                 remove_stale_temp_files(directory)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.session_schema import TRIGRAM_INDEX, WORD_INDEX
+from acp_hermes_memory.session_schema import TRIGRAM_INDEX, WORD_INDEX
 
 INDEX_ROLES = {WORD_INDEX: "word search", TRIGRAM_INDEX: "substring search (CJK)"}
 _BUSY_SECONDS = 5.0

@@ -23,7 +23,7 @@ from acp_hermes.config import (
     load_settings,
     paths_from_env,
 )
-from memory.grants import GrantStore
+from acp_hermes_memory.grants import GrantStore
 
 
 def _fts5_status() -> str:
@@ -96,7 +96,7 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
     if not repair_it:
         problems.append(f"the session database {path} is damaged: run `acp-hermes doctor --repair`")
         return
-    from memory.repair import repair
+    from acp_hermes_memory.repair import repair
 
     with progress("repairing the session database"):
         report = repair(path)
@@ -107,7 +107,7 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
 
 def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
     from acp_hermes.app.memory_cli import inspect_memory, memory_store
-    from memory.store import FILE_NAMES
+    from acp_hermes_memory.store import FILE_NAMES
 
     for item in inspect_memory(memory_store(paths, settings)):
         print(f"  {FILE_NAMES[item.target]:<10} {item.state()}")
@@ -118,7 +118,7 @@ def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None
 
 def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
     from acp_hermes.app.skills_cli import broken_skills, skill_store, source_of
-    from memory.skills import SkillError
+    from acp_hermes_memory.skills import SkillError
 
     cwd = Path.cwd()
     store = skill_store(paths, settings, cwd)
@@ -141,7 +141,7 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
 
 def _mcp_servers(settings: Settings, problems: list[str]) -> None:
     """The configured MCP servers as sessions will see them (not started: doctor stays quick)."""
-    from tools.mcp.specs import parse_configured
+    from acp_hermes_tools.mcp.specs import parse_configured
 
     specs, issues = parse_configured(settings.mcp_servers)
     if not specs and not issues:
@@ -182,7 +182,7 @@ def _editors(problems: list[str]) -> None:
 def _sandbox_status(settings: Settings | None) -> str:
     if settings is not None and settings.sandbox == "off":
         return "command sandbox: turned off in the configuration (sandbox: off)"
-    from tools.sandbox import HOME_NOTICE, detect
+    from acp_hermes_tools.sandbox import HOME_NOTICE, detect
 
     status = detect()
     network = "network allowed" if settings is not None and settings.sandbox_network else "no network"

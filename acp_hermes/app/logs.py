@@ -10,7 +10,7 @@ from io import TextIOWrapper
 from pathlib import Path
 
 from acp_hermes.config import Paths
-from memory.fs import private_directory, private_file
+from acp_hermes_memory.fs import private_directory, private_file
 
 LOG_FILE_NAME = "acp-hermes.log"
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

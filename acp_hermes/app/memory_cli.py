@@ -22,8 +22,8 @@ from typing import Any
 
 from acp_hermes.app.local_settings import settings_or_defaults
 from acp_hermes.config import Paths, Settings, paths_from_env
-from memory.scan import Finding, scan
-from memory.store import (
+from acp_hermes_memory.scan import Finding, scan
+from acp_hermes_memory.store import (
     FILE_NAMES,
     TARGETS,
     MemoryStore,
@@ -169,7 +169,7 @@ _KEPT = -1  # the file changed meanwhile: the draft is kept for the user
 
 def _edit_copy(store: MemoryStore, target: Target, editor: list[str], draft: Path) -> int:
     """Let the user edit ``draft``, a copy of the file, then save it if nobody wrote the file meanwhile."""
-    from memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+    from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
 
     path = store.path(target)
     original = _text_of(path)

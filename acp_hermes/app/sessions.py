@@ -17,7 +17,7 @@ from acp_hermes.app.progress import progress
 from acp_hermes.config import paths_from_env
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord, SessionDB, SessionRecord
+    from acp_hermes_memory.session_db import MessageRecord, SessionDB, SessionRecord
 
 
 def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_sessions(args: argparse.Namespace) -> int:
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
     with SessionDB(paths_from_env().state_db) as db:
         action = {"list": _list, "show": _show, "search": _search, "export": _export, "delete": _delete}
@@ -103,7 +103,7 @@ def _row(row: MessageRecord) -> dict[str, Any]:
 def _search(db: SessionDB, args: argparse.Namespace) -> int:
     import anyio
 
-    from memory.recall import recall
+    from acp_hermes_memory.recall import recall
 
     query = " ".join(args.words)
     result = anyio.run(lambda: recall(db, query, current_session=None, limit=10))
@@ -137,7 +137,7 @@ def _export(db: SessionDB, args: argparse.Namespace) -> int:
         return 0
     from pathlib import Path
 
-    from memory.fs import atomic_write_text
+    from acp_hermes_memory.fs import atomic_write_text
 
     atomic_write_text(Path(args.output).expanduser().resolve(), text)
     print(json.dumps({"written": args.output, "rows": len(rows)}) if args.json else f"Wrote {args.output}.")

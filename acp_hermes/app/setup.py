@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from acp_hermes.config import DEFAULT_MODEL, ConfigError, Settings, paths_from_env, read_config_file
-from memory.fs import atomic_write_text
+from acp_hermes_memory.fs import atomic_write_text
 
 
 def mask(secret: str) -> str:

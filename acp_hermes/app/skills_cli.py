@@ -19,7 +19,15 @@ from typing import Any
 
 from acp_hermes.app.local_settings import settings_or_defaults
 from acp_hermes.config import Paths, Settings, paths_from_env
-from memory.skills import EXCLUDED_DIRS, MAX_SKILL_CHARS, SKILL_FILE, SkillError, SkillInfo, SkillStore, parse_skill
+from acp_hermes_memory.skills import (
+    EXCLUDED_DIRS,
+    MAX_SKILL_CHARS,
+    SKILL_FILE,
+    SkillError,
+    SkillInfo,
+    SkillStore,
+    parse_skill,
+)
 
 _DESCRIPTION_CHARS = 90
 

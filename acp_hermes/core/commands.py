@@ -18,8 +18,8 @@ from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, m
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
-from memory.text import one_line
-from memory.values import value
+from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -115,7 +115,7 @@ async def _compact(session: Session, arg: str) -> CommandReply:
 async def _search(session: Session, arg: str) -> CommandReply:
     from datetime import datetime
 
-    from memory.recall import recall
+    from acp_hermes_memory.recall import recall
 
     if not arg:
         return CommandReply("Give some words to look for: `/search <words>` finds past sessions that mention them.")
@@ -149,7 +149,7 @@ async def _export(session: Session, arg: str) -> CommandReply:
 
     from acp_hermes.core.export import conversation_markdown
     from acp_hermes.core.titles import clean_title
-    from tools.paths import resolve_path
+    from acp_hermes_tools.paths import resolve_path
 
     stored = await anyio.to_thread.run_sync(session.db.conversation, session.id)
     slug = "-".join(clean_title(session.title or "conversation").lower().split())[:60]
@@ -269,8 +269,8 @@ def menu(session: Session) -> list[MenuEntry]:
 
 async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[PromptPart] | None:
     """``/<skill> request`` as a prompt with that skill loaded in front, or None when it is not one."""
-    from memory.scan import guard_context_text  # pattern tables and the skills store: kept off start-up
-    from memory.skills import SkillError
+    from acp_hermes_memory.scan import guard_context_text  # pattern tables and the skills store: kept off start-up
+    from acp_hermes_memory.skills import SkillError
 
     text = command_text(parts)
     store = session.tools.services.skills

@@ -33,17 +33,17 @@ from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
-from memory.scan import scan
-from memory.session_db import CONTINUATION_SOURCE
-from tools.contracts import TextDisplay
-from tools.registry import ToolCall, ToolRegistry
+from acp_hermes_memory.scan import scan
+from acp_hermes_memory.session_db import CONTINUATION_SOURCE
+from acp_hermes_tools.contracts import TextDisplay
+from acp_hermes_tools.registry import ToolCall, ToolRegistry
 
 if TYPE_CHECKING:
     from acp_hermes.core.runtime import SessionAuxiliary
     from acp_hermes.model.types import Provider
-    from memory.session_db import SessionDB
-    from tools.context import ToolContext, ToolScope
-    from tools.contracts import ToolEventSink
+    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_tools.context import ToolContext, ToolScope
+    from acp_hermes_tools.contracts import ToolEventSink
 
 log = logging.getLogger(__name__)
 

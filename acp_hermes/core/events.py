@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from memory.values import value
-from tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
 
 FinalStatus = Literal["completed", "failed"]
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, stored_messages
 from acp_hermes.core.user_prompt import TextPart
-from memory.text import one_line
-from tools.contracts import DiffDisplay, TextDisplay
+from acp_hermes_memory.text import one_line
+from acp_hermes_tools.contracts import DiffDisplay, TextDisplay
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord
+    from acp_hermes_memory.session_db import MessageRecord
 
 
 def conversation_markdown(title: str | None, session_id: str, rows: Sequence[MessageRecord]) -> str:

@@ -31,9 +31,9 @@ from acp_hermes.model.types import (
     ToolUseReady,
     Usage,
 )
-from tools.context import ToolContext, ToolScope
-from tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink, ToolKind
-from tools.registry import ToolCall, ToolRegistry, ToolResult
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink, ToolKind
+from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
 

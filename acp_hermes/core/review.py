@@ -28,17 +28,17 @@ from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallS
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
-from memory.values import value
-from tools.context import CommandPermit, ReadPurpose, ToolContext
-from tools.contracts import FileChange, PermissionDenied
+from acp_hermes_memory.values import value
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
+from acp_hermes_tools.contracts import FileChange, PermissionDenied
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import TurnSettings
     from acp_hermes.model.types import Provider, Usage
     from acp_hermes.permissions.gate import PermissionGate
-    from tools.context import ToolScope
-    from tools.contracts import Editor, ToolEventSink
-    from tools.registry import ToolRegistry
+    from acp_hermes_tools.context import ToolScope
+    from acp_hermes_tools.contracts import Editor, ToolEventSink
+    from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class ReviewTarget:
 async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[Usage, int]:
     """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost."""
     from acp_hermes.core.loop import AgentLoop
-    from tools.registry import ToolRegistry
+    from acp_hermes_tools.registry import ToolRegistry
 
     instruction = "\n\n".join(text for wanted, text in ((memory, MEMORY_REVIEW), (skills, SKILL_REVIEW)) if wanted)
     registry = ToolRegistry(tool for name in REVIEW_TOOLS if (tool := target.registry.get(name)) is not None)
@@ -211,7 +211,7 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
                           make_context: Callable[[str, str, ToolEventSink], ToolContext]) -> None:
     """Put each held proposal to the user (the real gate asks with the diff); apply what is allowed."""
     from acp_hermes.core.loop import run_beside_turn
-    from tools.registry import ToolCall
+    from acp_hermes_tools.registry import ToolCall
 
     while proposals:
         proposal = proposals.pop(0)

@@ -19,17 +19,17 @@ import anyio
 from acp_hermes.config import Paths, Settings
 from acp_hermes.model.pricing import cost_usd, price_of
 from acp_hermes.model.types import Usage
-from memory.grants import GrantStore
-from memory.values import value
+from acp_hermes_memory.grants import GrantStore
+from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from acp_hermes.model.provider import AnthropicProvider
-    from memory.session_db import SessionDB
-    from memory.skills import SkillStore
-    from memory.store import MemoryStore
-    from tools.registry import ToolRegistry
+    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_memory.skills import SkillStore
+    from acp_hermes_memory.store import MemoryStore
+    from acp_hermes_tools.registry import ToolRegistry
 
 
 @dataclass
@@ -59,8 +59,8 @@ class Runtime:
     def registry(self) -> ToolRegistry:
         with self._build_lock:
             if self._registry is None:
-                from tools import core_tools
-                from tools.registry import ToolRegistry
+                from acp_hermes_tools import core_tools
+                from acp_hermes_tools.registry import ToolRegistry
 
                 self._registry = ToolRegistry(core_tools())
             return self._registry
@@ -68,7 +68,7 @@ class Runtime:
     @property
     def tool_names(self) -> frozenset[str]:
         """The tools' names without building the registry, which imports every tool module."""
-        from tools import CORE_TOOL_NAMES
+        from acp_hermes_tools import CORE_TOOL_NAMES
 
         return frozenset(CORE_TOOL_NAMES)
 
@@ -81,7 +81,7 @@ class Runtime:
                 if opening is not None:
                     self._db = opening.result()
                 else:
-                    from memory.session_db import SessionDB
+                    from acp_hermes_memory.session_db import SessionDB
 
                     self._db = SessionDB(self.paths.state_db)
             return self._db
@@ -89,7 +89,7 @@ class Runtime:
     @property
     def memory(self) -> MemoryStore:
         if self._memory is None:
-            from memory.store import MemoryStore
+            from acp_hermes_memory.store import MemoryStore
 
             self._memory = MemoryStore(
                 self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
@@ -101,7 +101,7 @@ class Runtime:
         folders and the project's ``.hermes/skills`` (read-only; the home folder wins a name)."""
         store = self._skills.get(cwd)
         if store is None:
-            from memory.skills import SkillStore
+            from acp_hermes_memory.skills import SkillStore
 
             external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
             store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
@@ -119,8 +119,8 @@ class Runtime:
         learning-loop counters). Blocking and idempotent: ``session/load`` runs it on a thread while
         it reads the session's rows, instead of after them."""
         import acp_hermes.core.review  # noqa: F401
-        import memory.skills  # noqa: F401
-        import tools.sandbox  # noqa: F401
+        import acp_hermes_memory.skills  # noqa: F401
+        import acp_hermes_tools.sandbox  # noqa: F401
 
     def warm_up(self) -> None:
         """Load what a turn needs (the model SDK and its HTTP client, the tools and their schema
@@ -130,7 +130,7 @@ class Runtime:
         import acp_hermes.core.attachments
         import acp_hermes.core.loop
         import acp_hermes.permissions.command_risk  # noqa: F401
-        from tools.sandbox import detect
+        from acp_hermes_tools.sandbox import detect
 
         self.provider.prepare()
         self.registry.prepare()
@@ -139,7 +139,7 @@ class Runtime:
 
     def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
         """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""
-        from memory.session_db import SessionNotFound
+        from acp_hermes_memory.session_db import SessionNotFound
 
         price = price_of(model, self.settings)
         cost = cost_usd(usage, price, self.settings.cache_ttl) if price is not None else 0.0

@@ -24,8 +24,8 @@ from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes.model.types import Usage
 from acp_hermes.permissions.gate import Asker, PermissionGate
 from acp_hermes.permissions.modes import Mode
-from tools.context import ToolContext, ToolScope
-from tools.contracts import Editor, ToolEventSink, ToolServices
+from acp_hermes_tools.context import ToolContext, ToolScope
+from acp_hermes_tools.contracts import Editor, ToolEventSink, ToolServices
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from acp_hermes.core.loop import StopReason, TurnSettings
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.user_prompt import PromptPart
-    from memory.session_db import SessionDB
-    from tools.mcp.connection import McpConnection
-    from tools.mcp.servers import McpServers
-    from tools.mcp.specs import McpServerSpec
-    from tools.registry import ToolRegistry
+    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_tools.mcp.connection import McpConnection
+    from acp_hermes_tools.mcp.servers import McpServers
+    from acp_hermes_tools.mcp.specs import McpServerSpec
+    from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,8 @@ class Session:
         title: str | None = None,
     ) -> None:
         from acp_hermes.core.review import Nudges  # sessions only: kept off start-up
-        from tools.sandbox import SessionSandbox, hidden_paths
-        from tools.secret_links import SecretLinks
+        from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
+        from acp_hermes_tools.secret_links import SecretLinks
 
         self.id = session_id
         self.cwd = cwd
@@ -166,8 +166,8 @@ class Session:
         settings = self._runtime.settings
         if not settings.mcp_servers and not from_editor:
             return
-        from tools.mcp.servers import McpServers
-        from tools.mcp.specs import merged, parse_configured
+        from acp_hermes_tools.mcp.servers import McpServers
+        from acp_hermes_tools.mcp.specs import merged, parse_configured
 
         configured, problems = parse_configured(settings.mcp_servers)
         for problem in problems:
@@ -293,7 +293,7 @@ class Session:
         import uuid
 
         from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
-        from tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied
+        from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied
 
         call_id = f"export-{uuid.uuid4()}"
         title = f"Export the conversation to {path.name}"

@@ -16,11 +16,11 @@ from acp_hermes.core.session import Session
 from acp_hermes.core.transcript import Transcript, history_from_rows
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
-from memory.values import value
-from tools.contracts import Editor
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import Editor
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord, SessionRecord
+    from acp_hermes_memory.session_db import MessageRecord, SessionRecord
 
 
 @value

@@ -24,9 +24,9 @@ from datetime import datetime
 from pathlib import Path
 
 from acp_hermes.config import Paths
-from memory.scan import first_threat, guard_context_text, scan
-from memory.skills import valid_name
-from memory.text import one_line
+from acp_hermes_memory.scan import first_threat, guard_context_text, scan
+from acp_hermes_memory.skills import valid_name
+from acp_hermes_memory.text import one_line
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_hermes.core.events import TitleChanged
-from memory.text import one_line
+from acp_hermes_memory.text import one_line
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -69,7 +69,7 @@ async def name_session(session: Session) -> None:
 
 async def set_title(session: Session, title: str) -> None:
     """Store ``title`` as the session's and tell the editor (nothing when the session is gone)."""
-    from memory.session_db import SessionNotFound
+    from acp_hermes_memory.session_db import SessionNotFound
 
     try:
         await anyio.to_thread.run_sync(lambda: session.db.update_session(session.id, title=title))

@@ -17,11 +17,11 @@ import anyio
 
 from acp_hermes.core.history import INTERRUPTED, unanswered_calls
 from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
-from memory.values import value
-from tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
 if TYPE_CHECKING:
-    from memory.session_db import MessageRecord, SessionDB
+    from acp_hermes_memory.session_db import MessageRecord, SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class Transcript:
 
     async def _append_row(self, role: str, content: str, **fields: Any) -> None:
         def write() -> None:
-            from memory.session_db import SessionNotFound
+            from acp_hermes_memory.session_db import SessionNotFound
 
             try:
                 self._db.append_message(self.session_id, role, content, **fields)

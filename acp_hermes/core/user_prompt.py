@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 
 @value

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 
 @value

@@ -40,8 +40,8 @@ from acp_hermes.permissions.shell_parse import (
     program_source,
     skip_options,
 )
-from tools.protected_paths import protected_reason
-from tools.sensitive_paths import PROFILE_NAMES, secret_path_reason, sensitive_path_reason
+from acp_hermes_tools.protected_paths import protected_reason
+from acp_hermes_tools.sensitive_paths import PROFILE_NAMES, secret_path_reason, sensitive_path_reason
 
 RiskLevel = Literal["normal", "dangerous", "catastrophic"]
 

@@ -35,11 +35,11 @@ from acp_hermes.permissions.policy import (
     Verdict,
     decide,
 )
-from memory.grants import GrantStore, ProjectGrants
-from memory.text import one_line
-from memory.values import value
-from tools.context import CommandPermit, ReadPurpose, ToolContext
-from tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
+from acp_hermes_memory.grants import GrantStore, ProjectGrants
+from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class PermissionGate:
                 "your own permissions, so acp-hermes asks before commands as its mode requires."
             ))
         elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
-            from tools.sandbox import HOME_NOTICE
+            from acp_hermes_tools.sandbox import HOME_NOTICE
 
             self._told_about_sandbox = True
             display = (*display, TextDisplay(HOME_NOTICE))

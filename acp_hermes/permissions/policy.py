@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from acp_hermes.permissions.modes import Mode
-from memory.values import value
-from tools.context import ReadPurpose
-from tools.paths import is_within
+from acp_hermes_memory.values import value
+from acp_hermes_tools.context import ReadPurpose
+from acp_hermes_tools.paths import is_within
 
 if TYPE_CHECKING:
     from acp_hermes.permissions.command_risk import CommandRisk
@@ -177,7 +177,7 @@ def _refuse(message: str, *reasons: str) -> Verdict:
 
 
 def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    from tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
+    from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode")
@@ -203,7 +203,7 @@ def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surro
 
 
 def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    from tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
+    from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
     secrets = [
         reason if len(request.paths) == 1 else f"{path}: {reason}"

@@ -20,7 +20,7 @@ from acp_hermes.testing.scripted_model import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from memory.fs import atomic_write_text
+from acp_hermes_memory.fs import atomic_write_text
 
 DEFAULT_PROMPT = "The tests in this project fail. Find the bug in calc.py, fix it and run the tests."
 

@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_hermes_tools.sandbox import detect
 from tests.integration.test_sandbox import running_with
 from tests.support.acp_harness import AgentProcess, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import check_tool_calls, tool_result
-from tools.sandbox import detect
 
 pytestmark = pytest.mark.anyio
 GONE_WITHIN = 10.0  # seconds: SIGTERM at once, SIGKILL after a 2 s grace

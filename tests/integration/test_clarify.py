@@ -16,10 +16,10 @@ import pytest
 
 from acp_hermes.core.loop import CANCELLED_RESULT
 from acp_hermes.testing.scripted_model import request_problem
+from acp_hermes_tools.clarify import ASKED_IN_CHAT, DECLINED, DISMISSED
 from tests.support.acp_harness import EditorClient, FormAnswer, PromptTask, cancel_and_wait, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import check_tool_calls, tool_result
-from tools.clarify import ASKED_IN_CHAT, DECLINED, DISMISSED
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import SCRIPT, cli_env
 from tests.integration.test_cli_memory_skills import INJECTION, write_skill
 from tests.support.acp_harness import write_config

@@ -17,7 +17,7 @@ from acp_hermes.core.compression import (
     SUMMARY_WARNING_OPENING,
 )
 from acp_hermes.testing.scripted_model import Usage
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import AgentProcess, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, tool_reply
 from tests.support.tool_checks import tool_result

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from acp_hermes.testing.scripted_model import ModelRequest, Reply
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import AgentProcess, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 

@@ -34,8 +34,9 @@ from tests.support.acp_harness import running_agent
 pytestmark = pytest.mark.slow
 
 WHEELHOUSE = REPO_ROOT / ".ci" / "wheelhouse"
-PACKAGES = ("acp_hermes", "tools", "memory")
-SOURCES = ("pyproject.toml", "README.md", *PACKAGES)  # what the wheel is built from
+# Installed name → the folder it is built from: nothing generic (tools, memory) lands in site-packages.
+PACKAGES = {"acp_hermes": "acp_hermes", "acp_hermes_tools": "tools", "acp_hermes_memory": "memory"}
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", *PACKAGES.values())  # what the wheel is built from
 VERSION = acp_hermes.__version__
 Runner = Callable[[Path, Path], tuple[list[str], dict[str, str]]]
 
@@ -122,9 +123,11 @@ def test_the_wheel_holds_the_packages_typing_markers_and_entry_point(wheel: Path
         metadata = archive.read(f"{dist_info}/METADATA").decode()
     assert {name.split("/")[0] for name in names} == {*PACKAGES, dist_info}
     assert {f"{package}/py.typed" for package in PACKAGES} <= names
-    shipped = {str(path.relative_to(REPO_ROOT)) for package in PACKAGES for path in (REPO_ROOT / package).rglob("*")
+    shipped = {f"{package}/{path.relative_to(REPO_ROOT / folder)}" for package, folder in PACKAGES.items()
+               for path in (REPO_ROOT / folder).rglob("*")
                if path.is_file() and "__pycache__" not in path.parts and not path.name.startswith(".")}
     assert shipped - names == set()  # every module and data file, in every subpackage
+    assert f"{dist_info}/licenses/LICENSE" in names
     assert "acp-hermes = acp_hermes.app.cli:main" in entry_points.splitlines()
     assert f"Name: acp-hermes\nVersion: {VERSION}\n" in metadata
 
@@ -160,3 +163,30 @@ async def test_the_wheel_runs_offline_and_answers_initialize(runner: Runner, whe
     methods = [method.model_dump(by_alias=True) for method in answer.auth_methods]
     assert methods and all(method.get("type") in (None, "agent", "terminal") for method in methods)
     assert any(method.get("type") == "terminal" and method.get("args") == ["setup"] for method in methods)
+
+
+def test_the_wheel_installs_beside_other_packages_named_tools_and_memory(wheel: Path, tmp_path: Path) -> None:
+    """Another distribution's ``tools`` and ``memory`` packages stay as they were, and ours runs."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    for name in ("tools", "memory"):  # what another distribution installed first
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(f"OWNER = 'another distribution ({name})'\n")
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links",
+                              str(_wheelhouse()), str(wheel)], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
+    assert install.returncode == 0, install.stderr
+    for name in ("tools", "memory"):
+        assert (site / name / "__init__.py").read_text() == f"OWNER = 'another distribution ({name})'\n"
+        assert sorted(path.name for path in (site / name).iterdir() if path.name != "__pycache__") == ["__init__.py"]
+    version = subprocess.run([str(venv / "bin" / "acp-hermes"), "--version"], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert version.returncode == 0 and version.stdout.strip() == f"acp-hermes {VERSION}", version.stderr
+    imports = subprocess.run([str(python), "-c", "import tools, memory, acp_hermes.app.cli, acp_hermes_tools.sandbox; "
+                              "print(tools.OWNER, memory.OWNER)"], capture_output=True, text=True, check=False,
+                             cwd=tmp_path)  # not this checkout, whose own tools/ would be found first
+    assert imports.returncode == 0, imports.stderr
+    assert imports.stdout.strip() == "another distribution (tools) another distribution (memory)"

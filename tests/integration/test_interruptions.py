@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from acp_hermes.testing.scripted_model import MessageReply, RawBody, StreamCut, TextBlock, ToolUseBlock
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import RawAgent, raw_agent, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, slow_text_reply, text_reply, tool_reply
 

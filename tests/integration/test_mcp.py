@@ -32,6 +32,7 @@ import yaml
 from acp import text_block
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
+from acp_hermes_tools.mcp.specs import suffixed_name
 from tests.support.acp_harness import (
     AgentProcess,
     EditorClient,
@@ -43,7 +44,6 @@ from tests.support.acp_harness import (
 )
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, check_tool_calls, tool_result
-from tools.mcp.specs import suffixed_name
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError
 
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import run_cli
 from tests.support.acp_harness import EditorClient, choose, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply

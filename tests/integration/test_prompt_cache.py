@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from acp_hermes.testing.scripted_model import MessageReply, ThinkingBlock, ToolUseBlock
+from acp_hermes_memory.session_db import SessionDB, SessionRecord
 from bench.cache_efficiency import (
     FIRST_MEASURED_TURN,
     TARGET_READ_SHARE,
@@ -23,7 +24,6 @@ from bench.cache_efficiency import (
     scenario,
     share_from,
 )
-from memory.session_db import SessionDB, SessionRecord
 from tests.support.acp_harness import AgentProcess, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, thinking_then_text, tool_calls_reply, tool_reply
 

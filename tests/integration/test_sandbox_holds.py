@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
+from acp_hermes_tools.sandbox import detect
 from tests.support.acp_harness import EditorClient, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.listeners import answering
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
-from tools.sandbox import detect
 
 pytestmark = pytest.mark.anyio
 STATUS = detect()

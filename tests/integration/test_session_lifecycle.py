@@ -15,7 +15,7 @@ import pytest
 from acp import RequestError, embedded_text_resource, resource_block, text_block
 
 from acp_hermes.testing.scripted_model import MessageReply, TextBlock, ThinkingBlock, ToolUseBlock
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import AgentProcess, running_agent
 from tests.support.fake_anthropic import (
     FakeAnthropic,

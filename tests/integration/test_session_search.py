@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from acp_hermes.config import Settings
+from acp_hermes_tools.session_search import SUMMARY_SYSTEM
 from tests.support.acp_harness import running_agent
 from tests.support.fake_anthropic import FakeAnthropic, error_reply, text_reply, tool_reply
 from tests.support.tool_checks import check_tool_calls, tool_result
-from tools.session_search import SUMMARY_SYSTEM
 
 # --- through the real server ---------------------------------------------------------------------
 

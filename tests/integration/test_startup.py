@@ -15,9 +15,9 @@ import pytest
 from tests.support.acp_harness import raw_agent
 
 HEAVY = ("anthropic", "jsonschema", "httpx", "mcp", "mcp_types")
-TOOL_MODULES = ("tools.files", "tools.terminal", "tools.todo", "tools.memory", "tools.session_search",
-                "tools.search", "tools.diffs", "tools.registry")
-RULE_TABLES = ("acp_hermes.permissions.command_risk", "tools.sensitive_paths")
+TOOL_MODULES = tuple(f"acp_hermes_tools.{name}" for name in (
+    "files", "terminal", "todo", "memory", "session_search", "search", "diffs", "registry"))
+RULE_TABLES = ("acp_hermes.permissions.command_risk", "acp_hermes_tools.sensitive_paths")
 # A module name as the import trace prints it, after its timings. The trace is not parsed line by line:
 # the state.db thread imports at the same time, and two threads' trace lines can interleave mid-line.
 _TRACED = re.compile(r"\|\s*([A-Za-z_][\w.]*)(?=\s|$)")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from acp_hermes.core.system_prompt import DEFAULT_IDENTITY
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import AgentProcess, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import tool_result

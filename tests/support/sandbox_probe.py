@@ -16,7 +16,7 @@ from pathlib import Path
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
-    from tools.sandbox import SessionSandbox, hidden_paths
+    from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
 
     home, workspace = Path(spec["home"]), Path(spec["workspace"])
     sandbox = SessionSandbox(

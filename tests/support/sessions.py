@@ -12,9 +12,9 @@ from acp_hermes.config import Paths, Settings
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.sessions import SessionManager, SessionWiring
 from acp_hermes.permissions.gate import PermissionQuestion
+from acp_hermes_tools.local_io import LocalEditor
 from tests.support.fake_provider import FakeProvider
 from tests.support.tools import EventLog
-from tools.local_io import LocalEditor
 
 
 class RefusingAsker:

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
-from tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
-from tools.local_io import LocalEditor
-from tools.sandbox import SessionSandbox
+from acp_hermes_tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
+from acp_hermes_tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.sandbox import SessionSandbox
 
 
 @dataclass(slots=True)

@@ -3,7 +3,9 @@
 Read from the source with ``ast`` (every import counts: top level, inside functions, under
 TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
 
-* ``memory`` imports nothing of ours; ``tools`` imports ``memory``; ``acp_hermes`` imports both.
+* ``memory`` imports nothing of ours; ``tools`` imports ``memory``; ``acp_hermes`` imports both. They
+  are installed (and imported) as ``acp_hermes_memory`` and ``acp_hermes_tools``: nothing generic
+  lands in site-packages.
 * Inside ``acp_hermes`` the subpackages are layers: app → adapter → core → model → config →
   permissions (``testing`` sits beside permissions, for the app's demo). A module imports its own
   subpackage and lower layers only.
@@ -25,7 +27,9 @@ import pytest
 
 from tests.support import REPO_ROOT
 
-PACKAGES = ("acp_hermes", "tools", "memory")
+# Importable name → the folder it lives in (pyproject.toml's package-dir mapping).
+PACKAGES = {"acp_hermes": "acp_hermes", "acp_hermes_tools": "tools", "acp_hermes_memory": "memory"}
+TOOLS, MEMORY = "acp_hermes_tools", "acp_hermes_memory"
 LAYERS = {  # acp_hermes subpackage (or top-level module) → rank; higher imports lower
     "__main__": 7,
     "app": 6,
@@ -46,15 +50,16 @@ class Import:
     line: int
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
+def _module_name(package: str, path: Path) -> str:
+    parts = [package, *path.relative_to(REPO_ROOT / PACKAGES[package]).with_suffix("").parts]
     if parts[-1] == "__init__" and len(parts) > 1:
         parts = parts[:-1]
     return ".".join(parts)
 
 
 MODULES: dict[str, Path] = {
-    _module_name(path): path for package in PACKAGES for path in sorted((REPO_ROOT / package).rglob("*.py"))
+    _module_name(package, path): path
+    for package, folder in PACKAGES.items() for path in sorted((REPO_ROOT / folder).rglob("*.py"))
 }
 
 
@@ -96,13 +101,13 @@ def _violation(found: Import) -> str | None:
         return "only the ACP adapter imports the acp SDK"
     if imported == "anthropic" and importer != "acp_hermes.model.provider":
         return "only the model provider imports the anthropic SDK"
-    if imported.split(".")[0] in ("mcp", "mcp_types") and not importer.startswith("tools.mcp."):
+    if imported.split(".")[0] in ("mcp", "mcp_types") and not importer.startswith(f"{TOOLS}.mcp."):
         return "only tools.mcp imports the MCP SDK"
     if target_top not in PACKAGES:
         return None
-    if top == "memory" and target_top != "memory":
+    if top == MEMORY and target_top != MEMORY:
         return "memory imports nothing of ours"
-    if top == "tools" and target_top == "acp_hermes":
+    if top == TOOLS and target_top == "acp_hermes":
         return "tools imports memory and itself only"
     if top == "acp_hermes" and target_top == "acp_hermes":
         (own, rank), (other, other_rank) = _layer(importer), _layer(imported)
@@ -114,7 +119,8 @@ def _violation(found: Import) -> str | None:
 def test_the_rules_see_every_package_and_subpackage() -> None:
     subpackages = {name.split(".")[1] for name in MODULES if name.startswith("acp_hermes.")}
     assert subpackages <= set(LAYERS), f"give {subpackages - set(LAYERS)} a layer in LAYERS"
-    assert {"acp_hermes.adapter.server", "acp_hermes.core.loop", "tools.registry", "memory.session_db"} <= set(MODULES)
+    expected = {"acp_hermes.adapter.server", "acp_hermes.core.loop", f"{TOOLS}.registry", f"{MEMORY}.session_db"}
+    assert expected <= set(MODULES)
     assert any(i.imported == "acp" for i in IMPORTS) and any(i.imported == "anthropic" for i in IMPORTS)
 
 
@@ -130,18 +136,18 @@ def test_imports_run_one_way() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "allowed"),
     [
-        ("memory.store", "tools.registry", False),
-        ("tools.files", "acp_hermes.core.events", False),
+        ("acp_hermes_memory.store", "acp_hermes_tools.registry", False),
+        ("acp_hermes_tools.files", "acp_hermes.core.events", False),
         ("acp_hermes.core.loop", "acp_hermes.adapter.render", False),
         ("acp_hermes.model.provider", "acp_hermes.core.session", False),
         ("acp_hermes.core.session", "acp", False),
         ("acp_hermes.core.session", "anthropic", False),
         ("acp_hermes.adapter.server", "acp_hermes.core.session", True),
         ("acp_hermes.core.session", "acp_hermes.permissions.gate", True),
-        ("tools.memory", "memory.store", True),
+        ("acp_hermes_tools.memory", "acp_hermes_memory.store", True),
         ("acp_hermes.core.session", "mcp", False),
-        ("tools.registry", "mcp_types", False),
-        ("tools.mcp.connection", "mcp", True),
+        ("acp_hermes_tools.registry", "mcp_types", False),
+        ("acp_hermes_tools.mcp.connection", "mcp", True),
     ],
 )
 def test_the_rules_themselves(importer: str, imported: str, allowed: bool) -> None:
@@ -214,12 +220,12 @@ _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes"
 # local_io is where the doors are implemented; search runs ripgrep and git queries, which read only;
 # the sandbox runs bubblewrap once to see that it works; the terminal removes its own log directory.
 _ALLOWED = {
-    "tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
-    "tools.search": {"anyio.open_process", "anyio.run_process"},
-    "tools.sandbox": {"subprocess.run", "shutil.rmtree"},  # bubblewrap probe; its own temp dir
-    "tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
-    "tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
-    "tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
+    "acp_hermes_tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
+    "acp_hermes_tools.search": {"anyio.open_process", "anyio.run_process"},
+    "acp_hermes_tools.sandbox": {"subprocess.run", "shutil.rmtree"},  # bubblewrap probe; its own temp dir
+    "acp_hermes_tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
+    "acp_hermes_tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
+    "acp_hermes_tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
 }
 
 
@@ -248,7 +254,7 @@ def test_tools_reach_the_world_only_through_their_context() -> None:
     doors = [
         door
         for module, path in MODULES.items()
-        if module.startswith("tools.")
+        if module.startswith(f"{TOOLS}.")
         for door in _side_doors(module, path.read_text(encoding="utf-8"))
     ]
     assert doors == []
@@ -259,5 +265,5 @@ def test_the_side_door_check_finds_side_doors() -> None:
         "import subprocess\nsubprocess.Popen(['x'])\npath.unlink()\nstore.apply('add')\n"
         "open(p, 'w')\nopen(p, mode='a')\nopen(p)\nctx.write_text(p, 'x')\n"
     )
-    doors = list(_side_doors("tools.probe", source))
-    assert [door.split(" ", 1)[0] for door in doors] == [f"tools.probe:{line}" for line in (2, 3, 4, 5, 6)], doors
+    doors = list(_side_doors(f"{TOOLS}.probe", source))
+    assert [door.split(" ", 1)[0] for door in doors] == [f"{TOOLS}.probe:{line}" for line in (2, 3, 4, 5, 6)], doors

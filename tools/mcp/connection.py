@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from tools.mcp.specs import McpServerSpec
+from acp_hermes_tools.mcp.specs import McpServerSpec
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -163,7 +163,7 @@ def _transport(spec: McpServerSpec, cwd: Path, stack: AsyncExitStack) -> Any:
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-        from tools.mcp.stdio import server_command
+        from acp_hermes_tools.mcp.stdio import server_command
 
         workdir = Path(spec.cwd).expanduser() if spec.cwd else cwd
         workdir_or_none = workdir if workdir.is_dir() else None

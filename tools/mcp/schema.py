@@ -65,7 +65,7 @@ class SchemaCheck:
 
     def problem(self, arguments: dict[str, Any]) -> str | None:
         """Why ``arguments`` do not fit the schema (or cannot be checked), or None when they do."""
-        from tools.registry import describe_errors
+        from acp_hermes_tools.registry import describe_errors
 
         try:
             validator = self._validator_for()  # imports and builds before the clock starts (quick, once)

@@ -23,10 +23,10 @@ from typing import Any
 
 import anyio
 
-from tools.mcp.connection import McpConnection
-from tools.mcp.specs import McpServerSpec, suffixed_name, tool_name
-from tools.mcp.tools import registry_tool
-from tools.registry import Tool
+from acp_hermes_tools.mcp.connection import McpConnection
+from acp_hermes_tools.mcp.specs import McpServerSpec, suffixed_name, tool_name
+from acp_hermes_tools.mcp.tools import registry_tool
+from acp_hermes_tools.registry import Tool
 
 log = logging.getLogger(__name__)
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from tools.contracts import TextDisplay
-from tools.mcp.connection import McpConnection, RemoteTool, ServerGone
-from tools.mcp.schema import SchemaCheck
-from tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.contracts import TextDisplay
+from acp_hermes_tools.mcp.connection import McpConnection, RemoteTool, ServerGone
+from acp_hermes_tools.mcp.schema import SchemaCheck
+from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
-    from tools.context import ToolContext, ToolScope
+    from acp_hermes_tools.context import ToolContext, ToolScope
 
 DESCRIPTION_LIMIT = 2_000
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from acp_hermes.adapter.client import answer_form, read_answer
+from acp_hermes_tools.contracts import Answer
 from tests.support.schema_check import default_schema
-from tools.contracts import Answer
 
 
 @pytest.mark.parametrize("choices", [(), ("Postgres", "SQLite")])

@@ -15,7 +15,7 @@ from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, S
 from acp_hermes.core.commands import COMMANDS, MenuEntry
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.permissions.modes import Mode
-from memory.session_db import SessionDBCorrupt
+from acp_hermes_memory.session_db import SessionDBCorrupt
 from tests.support.schema_check import default_schema
 
 

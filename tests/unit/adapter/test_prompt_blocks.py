@@ -28,8 +28,8 @@ from acp_hermes.core.user_prompt import (
     TextPart,
     UnsupportedPart,
 )
+from acp_hermes_tools.contracts import ToolServices
 from tests.support.schema_check import default_schema
-from tools.contracts import ToolServices
 
 ROUND_TRIPS: list[tuple[dict[str, Any], PromptPart]] = [
     ({"type": "text", "text": "hello"}, TextPart("hello")),

@@ -16,8 +16,7 @@ from acp_hermes.core.events import (
     ToolCallStarted,
     UsageReported,
 )
-from tests.support.schema_check import default_schema
-from tools.contracts import (
+from acp_hermes_tools.contracts import (
     DiffDisplay,
     Location,
     PlanEntry,
@@ -26,6 +25,7 @@ from tools.contracts import (
     TextDisplay,
     ToolCallUpdated,
 )
+from tests.support.schema_check import default_schema
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import pytest
 from acp_hermes.adapter.replay import iso_time, replay_updates, session_info
 from acp_hermes.core.transcript import ToolOutcome
 from acp_hermes.core.user_prompt import ImagePart, LinkPart, PromptPart, ResourcePart, TextPart, to_record
-from memory.session_db import MessageRecord, SessionRecord
+from acp_hermes_memory.session_db import MessageRecord, SessionRecord
+from acp_hermes_tools.contracts import DiffDisplay, Location, PlanEntry, TerminalDisplay, TextDisplay
 from tests.support.schema_check import default_schema
-from tools.contracts import DiffDisplay, Location, PlanEntry, TerminalDisplay, TextDisplay
 
 
 def row(row_id: int, role: str, content: str = "", **fields: Any) -> MessageRecord:

@@ -24,9 +24,9 @@ from acp_hermes.core.compression import (
 from acp_hermes.core.events import ToolCallFinished
 from acp_hermes.core.session import Session
 from acp_hermes.core.user_prompt import TextPart
+from acp_hermes_tools.registry import _flag_injection
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
-from tools.registry import _flag_injection
 
 pytestmark = pytest.mark.anyio
 Message = dict[str, Any]

@@ -16,16 +16,16 @@ from acp_hermes.core.loop import CANCELLED_RESULT, NOT_RUN_AFTER_QUESTION, Agent
 from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
+from acp_hermes_tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import ToolEventSink
+from acp_hermes_tools.files import FILE_TOOLS
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.registry import Access, Tool, ToolRegistry, ToolResult
+from acp_hermes_tools.todo import TODO_TOOL
 from tests.support.fake_provider import FakeProvider, text, thinking, tool_call, tool_calls
 from tests.support.tools import EventLog, RecordingGate, make_scope
-from tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL
-from tools.context import ToolContext
-from tools.contracts import ToolEventSink
-from tools.files import FILE_TOOLS
-from tools.local_io import LocalEditor
-from tools.registry import Access, Tool, ToolRegistry, ToolResult
-from tools.todo import TODO_TOOL
 
 pytestmark = pytest.mark.anyio
 

@@ -16,9 +16,9 @@ from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall
 from acp_hermes.core.user_prompt import LinkPart, ResourcePart, TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
 from acp_hermes.permissions.modes import Mode
+from acp_hermes_tools.contracts import TextDisplay
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
-from tools.contracts import TextDisplay
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import memory.fs
-from memory.fs import (
+import acp_hermes_memory.fs
+from acp_hermes_memory.fs import (
     PRIVATE_DIR_MODE,
     PRIVATE_FILE_MODE,
     STALE_TEMP_SECONDS,
@@ -28,7 +28,7 @@ from memory.fs import (
     write_text_exactly,
 )
 
-needs_dir_fd = pytest.mark.skipif(not memory.fs._DIR_FD, reason="no directory descriptors on this OS")
+needs_dir_fd = pytest.mark.skipif(not acp_hermes_memory.fs._DIR_FD, reason="no directory descriptors on this OS")
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes and flock")
 
 
@@ -86,7 +86,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temp_file(root: Path, f
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(f"{failing} failed")
 
-    monkeypatch.setattr(memory.fs.os, failing, fail)
+    monkeypatch.setattr(acp_hermes_memory.fs.os, failing, fail)
     with pytest.raises(OSError, match=f"{failing} failed"):
         atomic_write_text(path, '{"whole": false, "and": "much longer"}')
     monkeypatch.undo()

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.fts_query import (
+from acp_hermes_memory.fts_query import (
     MAX_QUERY_CHARS,
     is_cjk_query,
     sanitize_fts_query,
     trigram_query,
 )
-from memory.session_db import SNIPPET_CLOSE, SNIPPET_OPEN, SessionDB
+from acp_hermes_memory.session_db import SNIPPET_CLOSE, SNIPPET_OPEN, SessionDB
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import memory.fs
-from memory.grants import FILE_MODE, GrantStore, ProjectGrants
+import acp_hermes_memory.fs
+from acp_hermes_memory.grants import FILE_MODE, GrantStore, ProjectGrants
 
 PROJECT = Path("/work/project")
 OTHER = Path("/work/other")
@@ -81,7 +81,7 @@ def test_a_failed_write_leaves_the_old_file_whole_and_no_temp_file(grants_file: 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(memory.fs.os, "replace", refuse)
+    monkeypatch.setattr(acp_hermes_memory.fs.os, "replace", refuse)
     with pytest.raises(OSError, match="disk full"):
         store.remember(PROJECT, ["rm -rf build"], allow=True)
     monkeypatch.undo()
@@ -100,7 +100,7 @@ def test_an_unreadable_file_means_no_grants_and_is_reported_once(grants_file: Pa
     grants_file.parent.mkdir(parents=True)
     grants_file.write_text(text)
     store = GrantStore(grants_file)
-    with caplog.at_level(logging.WARNING, logger="memory.grants"):
+    with caplog.at_level(logging.WARNING, logger="acp_hermes_memory.grants"):
         assert store.project(PROJECT) == ProjectGrants()
         assert store.all_projects() == {}
         assert store.project(OTHER) == ProjectGrants()

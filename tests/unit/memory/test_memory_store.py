@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from memory.store import (
+from acp_hermes_memory.store import (
     ENTRY_DELIMITER,
     MemorySnapshot,
     MemoryStore,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.scan import (
+from acp_hermes_memory.scan import (
     _DEFAULT_IGNORABLE,
     CACHED_CHARS,
     MAX_SCAN_CHARS,

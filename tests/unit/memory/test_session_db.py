@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from memory.fts_query import CJK_GLOB, is_cjk_char, sanitize_fts_query, trigram_query
-from memory.session_db import (
+from acp_hermes_memory.fts_query import CJK_GLOB, is_cjk_char, sanitize_fts_query, trigram_query
+from acp_hermes_memory.session_db import (
     RANK_WINDOW,
     SCHEMA_VERSION,
     SNIPPET_CLOSE,
@@ -584,7 +584,7 @@ def test_merges_left_by_an_earlier_process_wait_politely_for_another_writer(tmp_
     other_writer = raw(path)
     other_writer.execute("BEGIN IMMEDIATE")
     counter = _DeferralCounter(too_many=8)  # pauses of >= 0.25 s allow about 4 in the second below
-    logger = logging.getLogger("memory.session_db")
+    logger = logging.getLogger("acp_hermes_memory.session_db")
     level = logger.level
     logger.setLevel(logging.DEBUG)
     logger.addHandler(counter)
@@ -810,7 +810,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
     path, name, shared, count = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
     with SessionDB(path) as db:
@@ -877,7 +877,7 @@ OPENER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
     print("ready", flush=True)
     sys.stdin.readline()
@@ -912,7 +912,7 @@ CRASHER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import SessionDB
 
     filler = " ".join(f"word{n} 数据{n}" for n in range(40))
     db = SessionDB(Path(sys.argv[1]))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.skills import MAX_NAME_CHARS, SkillError, SkillStore, valid_name
+from acp_hermes_memory.skills import MAX_NAME_CHARS, SkillError, SkillStore, valid_name
 from tests.support.skills import put
 
 
@@ -44,7 +44,7 @@ def test_a_skill_folder_with_an_invalid_name_is_not_listed(
     put(project_skills, f"{folder}/SKILL.md", skill_md("whatever", "Fine words."))
     put(project_skills, "good/SKILL.md", skill_md("good", "Fine words."))
     store = store_for(tmp_path, project_skills)
-    with caplog.at_level(logging.WARNING, logger="memory.skills"):
+    with caplog.at_level(logging.WARNING, logger="acp_hermes_memory.skills"):
         assert [info.name for info in store.skills()] == ["good"]
     assert "not a valid skill name" in caplog.text
     with pytest.raises(SkillError):
@@ -74,7 +74,7 @@ def test_a_skill_whose_name_or_description_is_an_injection_is_not_listed(
 ) -> None:
     put(project_skills, "helper/SKILL.md", text)
     store = store_for(tmp_path, project_skills)
-    with caplog.at_level(logging.WARNING, logger="memory.skills"):
+    with caplog.at_level(logging.WARNING, logger="acp_hermes_memory.skills"):
         assert store.skills() == ()
     assert "prompt injection" in caplog.text
     with pytest.raises(SkillError):
@@ -91,7 +91,7 @@ def test_ordinary_skills_are_listed_and_the_scan_is_not_repeated(
     store = store_for(tmp_path, project_skills)
     assert [info.qualified_name for info in store.skills()] == ["release-notes", "ops/v1.2_deploy"]
     scans: list[str] = []
-    monkeypatch.setattr("memory.skills.scan", lambda text, scope: scans.append(text) or [])
+    monkeypatch.setattr("acp_hermes_memory.skills.scan", lambda text, scope: scans.append(text) or [])
     store._dirty = True  # force a rebuild: parsed entries whose SKILL.md did not change are reused
     assert len(store.skills()) == 2 and scans == []
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from memory.skills import (
+from acp_hermes_memory.skills import (
     MAX_FILE_BYTES,
     MAX_SKILL_CHARS,
     SkillChange,

@@ -8,7 +8,7 @@ from unittest.mock import ANY
 
 import pytest
 
-from memory.values import value
+from acp_hermes_memory.values import value
 
 
 @value

@@ -11,9 +11,9 @@ import pytest
 from acp_hermes.permissions.gate import PermissionGate, PermissionQuestion
 from acp_hermes.permissions.modes import Mode
 from acp_hermes.permissions.policy import ExternalToolRequest, Grants, Surroundings, decide
-from memory.grants import GrantStore
+from acp_hermes_memory.grants import GrantStore
+from acp_hermes_tools.contracts import PermissionDenied, TextDisplay
 from tests.support.tools import make_context
-from tools.contracts import PermissionDenied, TextDisplay
 
 pytestmark = pytest.mark.anyio
 

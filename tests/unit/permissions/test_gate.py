@@ -15,10 +15,10 @@ import yaml
 
 from acp_hermes.permissions.gate import PermissionGate, PermissionQuestion
 from acp_hermes.permissions.modes import Mode
-from memory.grants import GrantStore
+from acp_hermes_memory.grants import GrantStore
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, PermissionDenied, TextDisplay, ToolCallUpdated
 from tests.support.tools import events_of, make_context
-from tools.context import ToolContext
-from tools.contracts import DiffDisplay, FileChange, PermissionDenied, TextDisplay, ToolCallUpdated
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ import pytest
 
 from acp_hermes.permissions.modes import Mode
 from acp_hermes.permissions.policy import Grants, ReadRequest, Surroundings, Verdict, decide
-from tools.context import ReadPurpose
+from acp_hermes_tools.context import ReadPurpose
 
 HOME = Path("/home/dev")
 WHERE = Surroundings(home=HOME, hermes_home=HOME / ".hermes", roots=(HOME / "project", Path("/srv/extra")))

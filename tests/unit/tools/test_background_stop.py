@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tools import terminal
-from tools.context import StateKey, ToolState
-from tools.terminal import BACKGROUND_JOBS, BackgroundJob, BackgroundJobs
+from acp_hermes_tools import terminal
+from acp_hermes_tools.context import StateKey, ToolState
+from acp_hermes_tools.terminal import BACKGROUND_JOBS, BackgroundJob, BackgroundJobs
 
 
 def started(jobs: BackgroundJobs, argv: list[str], session_id: str = "s") -> BackgroundJob:

@@ -8,14 +8,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_hermes_tools import CORE_TOOL_NAMES, core_tools
+from acp_hermes_tools import clarify as clarify_module
+from acp_hermes_tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL, DECLINED, DISMISSED, TIMED_OUT, chat_text
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import Answer, Question, TextDisplay
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import make_context
-from tools import CORE_TOOL_NAMES, core_tools
-from tools import clarify as clarify_module
-from tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL, DECLINED, DISMISSED, TIMED_OUT, chat_text
-from tools.context import ToolContext
-from tools.contracts import Answer, Question, TextDisplay
-from tools.local_io import LocalEditor
-from tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 
 pytestmark = pytest.mark.anyio
 

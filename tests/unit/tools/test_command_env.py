@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.command_env import command_environment
+from acp_hermes_tools.command_env import command_environment
 
 ENVIRON = {
     "PATH": "/usr/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "LC_TIME": "C", "VIRTUAL_ENV": "/w/.venv",

@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
+from acp_hermes_tools.context import CommandPermit, StateKey, ToolContext, ToolState
+from acp_hermes_tools.contracts import (
+    CommandOutcome,
+    CommandRequest,
+    FileChange,
+    PermissionDenied,
+    TextDisplay,
+    ToolCallUpdated,
+)
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.sandbox import SessionSandbox
 from tests.support.tools import RecordingGate, events_of, make_context, make_scope
-from tools.context import CommandPermit, StateKey, ToolContext, ToolState
-from tools.contracts import CommandOutcome, CommandRequest, FileChange, PermissionDenied, TextDisplay, ToolCallUpdated
-from tools.local_io import LocalEditor
-from tools.sandbox import SessionSandbox
 
 
 class RecordingEditor(LocalEditor):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.diffs import (
+from acp_hermes_tools.diffs import (
     FileEdit,
     PatchError,
     apply_hunks,

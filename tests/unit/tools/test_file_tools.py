@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay
+from acp_hermes_tools.files import FILE_TOOLS, MAX_LINE_CHARS
+from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import RecordingGate, make_context, make_scope
-from tools.context import ToolContext
-from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay
-from tools.files import FILE_TOOLS, MAX_LINE_CHARS
-from tools.registry import MAX_RESULT_CHARS, Access, ToolCall, ToolRegistry, ToolResult
 
 pytestmark = pytest.mark.anyio
 

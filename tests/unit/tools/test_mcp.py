@@ -24,12 +24,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_hermes_tools.mcp.connection import McpConnection, ServerGone
+from acp_hermes_tools.mcp.servers import McpServers
+from acp_hermes_tools.mcp.specs import McpServerSpec, merged, parse_configured, suffixed_name, tool_name
+from acp_hermes_tools.mcp.stdio import LAUNCHER, server_command
+from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry
 from tests.support.tools import RecordingGate, make_context
-from tools.mcp.connection import McpConnection, ServerGone
-from tools.mcp.servers import McpServers
-from tools.mcp.specs import McpServerSpec, merged, parse_configured, suffixed_name, tool_name
-from tools.mcp.stdio import LAUNCHER, server_command
-from tools.registry import Access, ToolCall, ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import re2
 
+from acp_hermes_tools.mcp.schema import CHECK_LIMIT, Regexes, SchemaCheck
+from acp_hermes_tools.registry import Access, Tool, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import make_context
-from tools.mcp.schema import CHECK_LIMIT, Regexes, SchemaCheck
-from tools.registry import Access, Tool, ToolCall, ToolRegistry, ToolResult
 
 HOSTILE = "^(a+)+$"
 LOOKAHEAD = "^(?=a)(a+)+$"  # RE2 refuses lookarounds

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from memory.store import ENTRY_DELIMITER, MemoryStore
+from acp_hermes_memory.store import ENTRY_DELIMITER, MemoryStore
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied, ToolServices
+from acp_hermes_tools.memory import MEMORY_TOOL
+from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import make_context, make_scope
-from tools.context import ToolContext
-from tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied, ToolServices
-from tools.memory import MEMORY_TOOL
-from tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 
 REGISTRY = ToolRegistry([MEMORY_TOOL])
 

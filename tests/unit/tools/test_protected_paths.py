@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.protected_paths import (
+from acp_hermes_tools.protected_paths import (
     MAX_DEPTH,
     audit,
     git_config_keys,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from memory.fs import PathChanged
+from acp_hermes_memory.fs import PathChanged
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, EditorRefused, PermissionDenied, TextDisplay, ToolServices
+from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Tool, ToolCall, ToolError, ToolRegistry, ToolResult
 from tests.support.tools import make_context
-from tools.context import ToolContext
-from tools.contracts import DiffDisplay, EditorRefused, PermissionDenied, TextDisplay, ToolServices
-from tools.registry import MAX_RESULT_CHARS, Access, Tool, ToolCall, ToolError, ToolRegistry, ToolResult
 
 pytestmark = pytest.mark.anyio
 SECRET = "sk-ant-api03-a-secret-nobody-may-see"

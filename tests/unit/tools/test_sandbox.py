@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from acp_hermes_tools.contracts import CommandRequest
+from acp_hermes_tools.local_io import LocalEditor
+from acp_hermes_tools.sandbox import SandboxProfile, SessionSandbox, detect, hidden_paths, seatbelt_profile
 from tests.support.listeners import answering
 from tests.support.tools import RecordingGate, make_context
-from tools.contracts import CommandRequest
-from tools.local_io import LocalEditor
-from tools.sandbox import SandboxProfile, SessionSandbox, detect, hidden_paths, seatbelt_profile
 
 STATUS = detect()
 needs_sandbox = pytest.mark.skipif(not STATUS.available, reason=f"no OS sandbox here: {STATUS.detail}")

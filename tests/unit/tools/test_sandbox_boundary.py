@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from acp_hermes_tools.sandbox import Bubblewrap, _probe, detect
+from acp_hermes_tools.seccomp import filter_file
 from tests.support.listeners import answering
-from tools.sandbox import Bubblewrap, _probe, detect
-from tools.seccomp import filter_file
 
 STATUS = detect()
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.search import (
+from acp_hermes_tools.search import (
     MAX_MATCHES,
     ContentResults,
     LineHit,
@@ -26,7 +26,7 @@ from tools.search import (
     search_content,
     similar_paths,
 )
-from tools.search import _parse_ripgrep_line as parse_ripgrep_line
+from acp_hermes_tools.search import _parse_ripgrep_line as parse_ripgrep_line
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import struct
 
 import pytest
 
-from tools.seccomp import _AF_UNIX, _ALLOW, _KILL_PROCESS, ABIS, Abi, _errno, filter_program
+from acp_hermes_tools.seccomp import _AF_UNIX, _ALLOW, _KILL_PROCESS, ABIS, Abi, _errno, filter_program
 
 
 def run_filter(program: bytes, arch: int, number: int, arg0: int = 0) -> int:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tools.sandbox import HIDDEN_IN_HOME
-from tools.secret_links import SecretLinks
-from tools.sensitive_paths import sensitive_path_reason
+from acp_hermes_tools.sandbox import HIDDEN_IN_HOME
+from acp_hermes_tools.secret_links import SecretLinks
+from acp_hermes_tools.sensitive_paths import sensitive_path_reason
 
 pytestmark = pytest.mark.anyio
 

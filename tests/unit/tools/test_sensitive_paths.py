@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.sensitive_paths import sensitive_path_reason
+from acp_hermes_tools.sensitive_paths import sensitive_path_reason
 
 HOME = Path("/home/dev")
 SENSITIVE = [

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from memory.session_db import SessionDB
+from acp_hermes_memory.session_db import SessionDB
+from acp_hermes_tools import core_tools
+from acp_hermes_tools.contracts import ToolServices
+from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry
+from acp_hermes_tools.session_search import SESSION_SEARCH_TOOL, search_title
 from tests.support.tools import make_context
-from tools import core_tools
-from tools.contracts import ToolServices
-from tools.registry import Access, ToolCall, ToolRegistry
-from tools.session_search import SESSION_SEARCH_TOOL, search_title
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.skills import SkillStore
+from acp_hermes_memory.skills import SkillStore
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolServices
+from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
+from acp_hermes_tools.skills import SKILL_TOOLS
 from tests.support.skills import put
 from tests.support.tools import RecordingGate, make_context, make_scope
-from tools.context import ToolContext
-from tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolServices
-from tools.registry import Access, ToolCall, ToolRegistry, ToolResult
-from tools.skills import SKILL_TOOLS
 
 REGISTRY = ToolRegistry(SKILL_TOOLS)
 DEPLOY = "---\nname: deploy\ndescription: Ship the web app to staging.\n---\n# Deploy\n\nRun make deploy.\n"

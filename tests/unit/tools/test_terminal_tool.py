@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from acp_hermes_tools.context import ToolContext
+from acp_hermes_tools.contracts import TextDisplay, ToolCallUpdated
+from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
+from acp_hermes_tools.terminal import BACKGROUND_JOBS, TERMINAL_TOOL, clamp_timeout
 from tests.support.tools import RecordingGate, events_of, make_context
-from tools.context import ToolContext
-from tools.contracts import TextDisplay, ToolCallUpdated
-from tools.registry import ToolCall, ToolRegistry, ToolResult
-from tools.terminal import BACKGROUND_JOBS, TERMINAL_TOOL, clamp_timeout
 
 pytestmark = pytest.mark.anyio
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from acp_hermes_tools.context import ToolContext, ToolState
+from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
+from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
+from acp_hermes_tools.todo import TODO_LIST, TODO_TOOL, TodoItem
 from tests.support.tools import events_of, make_context, make_scope
-from tools.context import ToolContext, ToolState
-from tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
-from tools.registry import ToolCall, ToolRegistry, ToolResult
-from tools.todo import TODO_LIST, TODO_TOOL, TodoItem
 
 pytestmark = pytest.mark.anyio
 
