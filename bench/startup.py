@@ -16,11 +16,13 @@ machine hits both alike.
 
 acp-hermes then gets two prompts against a scripted model on loopback (``ScriptedModelServer``),
 the first sent the moment ``session/new`` has answered: its time to the first streamed chunk
-includes finishing the background import of the model SDK; the second shows the steady state.
-Reported, no target. ``--server`` runs all this against another build (another checkout).
+includes finishing the background import of the model SDK (and the CPU the agent used from the
+``session/new`` answer to that chunk is read too: the warm-up thread and the turn share one GIL,
+so that is what the wait is made of); the second shows the steady state. ``--server`` runs all
+this against another build (another checkout).
 
 Targets: spawn → initialize ≤ 1.15 × floor; session/new ≤ 30 ms after initialize;
-peak RSS ≤ 1.5 × floor.
+peak RSS ≤ 1.5 × floor; first prompt → first chunk ≤ 600 ms (median).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ READ_SIZE = 1 << 20
 TARGET_INITIALIZE_RATIO = 1.15
 TARGET_NEW_SESSION_MS = 30.0
 TARGET_RSS_RATIO = 1.5
+TARGET_FIRST_CHUNK_MS = 600.0
 
 SAMPLE_AGENTS_MD = "# Project notes for agents\n\n" + "\n".join(
     f"- Rule {n}: run `make test` before committing; keep modules small; document why, not what." for n in range(60)
@@ -270,6 +273,7 @@ class StartRun:
     peak_rss_kb: int
     interpreter: str
     first_chunk_ms: float | None = None  # first session/prompt sent → its first agent_message_chunk
+    first_chunk_cpu_ms: float | None = None  # CPU the agent used from the session/new answer to that chunk
     next_chunk_ms: float | None = None  # the same for the second prompt, everything loaded by then
     settled_rss_kb: int | None = None  # VmHWM after the prompts (model SDK loaded)
 
@@ -296,9 +300,10 @@ def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: 
             if on_phase:
                 on_phase("initialize")
             new = agent.request("session/new", {"cwd": str(workspace), "mcpServers": []})
+            python = interpreter_pid(agent.pid)
+            new_cpu_ns = cpu_ns(python)
             if on_phase:
                 on_phase("session/new")
-            python = interpreter_pid(agent.pid)
             run = StartRun(
                 initialize_ms=_ms(agent.spawned_ns, init.at_ns),
                 initialize_cpu_ms=init_cpu_ns / 1e6,
@@ -308,8 +313,9 @@ def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: 
             )
             if model_url is not None:
                 session_id = new.message["result"]["sessionId"]
-                run.first_chunk_ms = time_to_first_chunk(agent, session_id)
-                run.next_chunk_ms = time_to_first_chunk(agent, session_id)
+                run.first_chunk_ms, chunk_cpu_ns = time_to_first_chunk(agent, session_id, python)
+                run.first_chunk_cpu_ms = (chunk_cpu_ns - new_cpu_ns) / 1e6
+                run.next_chunk_ms, _ = time_to_first_chunk(agent, session_id, python)
                 run.settled_rss_kb = peak_rss_kb(python)
             return run
         finally:
@@ -318,15 +324,17 @@ def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: 
                 raise RuntimeError(f"{command[-1]} exited with {code}")
 
 
-def time_to_first_chunk(agent: AgentProcess, session_id: str) -> float:
-    """Send a prompt; milliseconds until its first streamed text chunk. Waits for the turn to end."""
+def time_to_first_chunk(agent: AgentProcess, session_id: str, python: int) -> tuple[float, int]:
+    """Send a prompt; milliseconds until its first streamed text chunk, and the agent's CPU clock
+    (``python``'s, ns) read as soon as that chunk is out of the queue. Waits for the turn to end."""
     sent_ns = time.perf_counter_ns()
     prompt_id = agent.send("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "Hi."}]})
     first = agent.until(_is_text_chunk)
+    at_chunk_cpu_ns = cpu_ns(python)
     done = agent.response(prompt_id)
     if done.message["result"].get("stopReason") != "end_turn":
         raise RuntimeError(f"unexpected prompt result {done.message}")
-    return _ms(sent_ns, first.at_ns)
+    return _ms(sent_ns, first.at_ns), at_chunk_cpu_ns
 
 
 def scripted_reply(request: ModelRequest) -> MessageReply:
@@ -386,9 +394,13 @@ def report(floor: list[StartRun], hermes: list[StartRun]) -> bool:
     if chunk.values:
         later = _series(hermes, lambda r: r.next_chunk_ms)
         settled = _series(hermes, lambda r: None if r.settled_rss_kb is None else r.settled_rss_kb / 1024)
-        print("\nprompts against a scripted model on loopback (no target):")
-        print(f"{'  first, sent at once: → chunk (ms)':32}{'':>24}{chunk.describe(0):>24}   waits for the model SDK "
-              "import started after session/new")
+        print("\nprompts against a scripted model on loopback:")
+        chunk_cpu = _series(hermes, lambda r: r.first_chunk_cpu_ms)
+        checks.append(chunk.median <= TARGET_FIRST_CHUNK_MS)
+        print(f"{'  first, sent at once: → chunk (ms)':32}{'':>24}{chunk.describe(0):>24}   "
+              f"≤ {TARGET_FIRST_CHUNK_MS:.0f} ms: {'ok' if checks[-1] else 'MISSED'} (waits for the warm-up)")
+        print(f"{'    CPU from session/new (ms)':32}{'':>24}{chunk_cpu.describe(0):>24}"
+              "   (all threads: warm-up and turn)")
         print(f"{'  second prompt → first chunk (ms)':32}{'':>24}{later.describe(1):>24}")
         print(f"{'  peak RSS after them (MB)':32}{'':>24}{settled.describe():>24}{settled.median / rss_f.median:>8.2f}")
     return all(checks)

@@ -35,26 +35,28 @@ class PathChanged(OSError):
     """A directory on the way to the file is a symlink now: it changed since the path was checked."""
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int | None = None, private: bool = False) -> None:
     """Write ``text`` to ``path`` (symlinks in it resolved now) through a synced temp file and a rename.
 
     Parent directories are created. ``mode`` defaults to the existing file's permissions
-    (0644 for a new file; the temp file is created 0600 and chmodded).
+    (0644 for a new file; the temp file is created 0600 and chmodded). ``private`` is for the
+    agent's own files (memory, skills, settings): a new file is 0600 and the directories made on
+    the way 0700, whatever the umask; an existing file keeps its mode.
     """
-    write_text_exactly(Path(os.path.realpath(path)), text, mode=mode)
+    write_text_exactly(Path(os.path.realpath(path)), text, mode=mode, private=private)
 
 
-def write_text_exactly(path: Path, text: str, *, mode: int | None = None) -> None:
+def write_text_exactly(path: Path, text: str, *, mode: int | None = None, private: bool = False) -> None:
     """``atomic_write_text`` for a path already resolved and checked: nothing on the way may be a symlink."""
     if not _DIR_FD:
-        _write_through_paths(path, text, mode)
+        _write_through_paths(path, text, mode, private)
         return
-    with _directory(path.parent, create=True) as directory:
+    with _directory(path.parent, create=True, private=private) as directory:
         if mode is None:
             try:
                 mode = stat.S_IMODE(os.stat(path.name, dir_fd=directory, follow_symlinks=False).st_mode)
             except FileNotFoundError:
-                mode = 0o644
+                mode = PRIVATE_FILE_MODE if private else 0o644
         for _ in range(100):
             temporary = f".{path.name}.{os.urandom(6).hex()}.tmp"
             try:
@@ -102,8 +104,9 @@ _DIR_FD = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasatt
 
 
 @contextlib.contextmanager
-def _directory(path: Path, *, create: bool) -> Iterator[int]:
-    """A descriptor of directory ``path``, reached from / one component at a time, no symlink followed."""
+def _directory(path: Path, *, create: bool, private: bool = False) -> Iterator[int]:
+    """A descriptor of directory ``path``, reached from / one component at a time, no symlink followed
+    (missing directories made when ``create``: 0700 when ``private``, else as the umask says)."""
     if not path.is_absolute():
         raise ValueError(f"{path} is not absolute")
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
@@ -116,7 +119,7 @@ def _directory(path: Path, *, create: bool) -> Iterator[int]:
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=fd)
+                    os.mkdir(part, PRIVATE_DIR_MODE if private else 0o777, dir_fd=fd)
                 following = _open_component(part, flags, fd, path)
             except OSError as exc:
                 raise _changed(path, part, fd) from exc
@@ -144,14 +147,17 @@ def _changed(path: Path, part: str, parent: int) -> OSError:
     return NotADirectoryError(f"{path}: {part!r} is not a directory")
 
 
-def _write_through_paths(path: Path, text: str, mode: int | None) -> None:
+def _write_through_paths(path: Path, text: str, mode: int | None, private: bool) -> None:
     """Where the OS has no directory descriptors (Windows): temp file and rename by path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        make_private_directories(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
-            mode = 0o644
+            mode = PRIVATE_FILE_MODE if private else 0o644
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
     try:
@@ -166,19 +172,43 @@ def _write_through_paths(path: Path, text: str, mode: int | None) -> None:
         raise
 
 
-def private_directory(path: Path) -> Path:
-    """``path`` as a directory only its owner can enter (made if needed, tightened if looser)."""
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+# Every folder and file the agent creates under HERMES_HOME comes from here: folders 0700, files
+# 0600, whatever the umask (a mode given at creation only loses bits to it, and these have none
+# it takes away but the owner's). What the user made keeps its mode; acp-hermes's own folder
+# (``$HERMES_HOME/acp-hermes``) and its database and logs are tightened when found looser.
+
+
+def make_private_directories(path: Path) -> Path:
+    """Make ``path`` and each missing directory above it 0700; directories that exist are left as they are."""
+    missing: list[Path] = []
+    current = path
+    while not current.is_dir() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process: left as it is
+            os.mkdir(directory, PRIVATE_DIR_MODE)
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is not a directory")
+    return path
+
+
+def private_directory(path: Path, *, tighten: bool = True) -> Path:
+    """``path`` as a directory only its owner can enter: made 0700 with every missing parent, and
+    tightened if looser when ``tighten`` (acp-hermes's own folders; not one the user shares)."""
+    make_private_directories(path)
+    if tighten and stat.S_IMODE(path.stat().st_mode) & 0o077:
         os.chmod(path, PRIVATE_DIR_MODE)
     return path
 
 
-def private_file(path: Path) -> Path:
-    """``path`` as a file only its owner can read: created empty if missing, tightened if looser."""
+def private_file(path: Path, *, tighten: bool = True) -> Path:
+    """``path`` as a file only its owner can read: created empty (0600) if missing, its folders made
+    as ``private_directory`` does, and tightened if looser when ``tighten``."""
+    make_private_directories(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
     try:
-        if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+        if tighten and stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
             os.fchmod(fd, PRIVATE_FILE_MODE)
     finally:
         os.close(fd)
@@ -213,12 +243,14 @@ def lock_path_for(path: Path) -> Path:
 
 @contextlib.contextmanager
 def exclusive_lock(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive OS lock on ``lock_path`` (created if needed) for the ``with`` body.
+    """Hold an exclusive OS lock on ``lock_path`` (created 0600 if needed, its folders 0700) for the
+    ``with`` body.
 
     Blocks while another process holds it: call it from a worker thread in async code.
     """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as handle:
+    make_private_directories(lock_path.parent)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0), PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "a+b") as handle:
         _lock(handle)
         try:
             yield

@@ -65,7 +65,7 @@ class GrantStore:
             (allowed if allow else rejected).update(keys)
             (rejected if allow else allowed).difference_update(keys)
             projects[str(project)] = {"allow_commands": sorted(allowed), "reject_commands": sorted(rejected)}
-            atomic_write_text(self.path, yaml.safe_dump(data, sort_keys=True), mode=FILE_MODE)
+            atomic_write_text(self.path, yaml.safe_dump(data, sort_keys=True), mode=FILE_MODE, private=True)
         return ProjectGrants(frozenset(allowed), frozenset(rejected))
 
     def _read(self) -> dict[str, Any]:

@@ -14,24 +14,30 @@ can be tested against a real SessionDB with a plain function as the summarizer:
    its raw match snippets, and the result says so.
 
 Everything that ends up in the result (titles, summaries, snippets) feeds the main model's
-prompt, so each piece goes through the injection scanner on its own.
+prompt, so each piece goes through the injection scanner on its own. The ``excerpts`` are the
+same matches written for people (``acp-hermes sessions search``, ``/search``): the message's own
+words, its tool calls as one-liners ("ran terminal: make test"), the matched words as spans for
+the caller to highlight. They never reach the model.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
+import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from acp_hermes_memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
 from acp_hermes_memory.scan import guard_context_text
+from acp_hermes_memory.session_db import SNIPPET_CLOSE, SNIPPET_OPEN
 
 if TYPE_CHECKING:
     from acp_hermes_memory.session_db import MessageRecord, SearchHit, SessionDB, SessionRecord
@@ -57,6 +63,7 @@ MAX_CONVERSATION_CHARS = 16_000  # conversation text sent to the summarizer for 
 MAX_MESSAGE_CHARS = 2_000
 MAX_TOOL_OUTPUT_CHARS = 600
 MAX_SNIPPETS = 3
+EXCERPT_CHARS = 160  # an excerpt's length for people, cut around its first match
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_PARALLEL = 3
 _GAP = "[…]"
@@ -77,6 +84,27 @@ Summarizer = Callable[[SummaryRequest], Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A match as people read it: one line of the message (its tool calls as one-liners), cut
+    around the match; ``marks`` are the ``(start, end)`` spans of the matched words in ``text``."""
+
+    text: str
+    marks: tuple[tuple[int, int], ...] = ()
+
+    def render(self, open_mark: str, close_mark: str, escape: Callable[[str], str] | None = None) -> str:
+        """``text`` with each matched word between ``open_mark`` and ``close_mark``; ``escape``
+        (for Markdown, say) is applied to the text, never to the marks."""
+        plain = escape or (lambda piece: piece)
+        out: list[str] = []
+        at = 0
+        for start, end in self.marks:
+            out += [plain(self.text[at:start]), open_mark, plain(self.text[start:end]), close_mark]
+            at = end
+        out.append(plain(self.text[at:]))
+        return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRecall:
     """One past session in a recall result.
 
@@ -91,6 +119,7 @@ class SessionRecall:
     updated_at: float
     message_count: int
     snippets: tuple[str, ...] = ()
+    excerpts: tuple[Excerpt, ...] = ()  # the snippets' matches written for people (not scanned: never sent)
     window_ids: tuple[int, ...] = ()
     conversation: str = ""
     summary: str | None = None
@@ -227,10 +256,12 @@ def _gather(
             continue
         anchors = [hit.message_id for hit in hits[:ANCHORS_PER_SESSION]]
         messages = db.messages_around(record.id, anchors, window)
+        by_id = {message.id: message for message in messages}
         found.append(
             dataclasses.replace(
                 _from_record(record),
                 snippets=tuple(_guarded_snippet(record.id, hit.snippet) for hit in hits[:MAX_SNIPPETS]),
+                excerpts=tuple(excerpt(by_id.get(hit.message_id), hit.snippet) for hit in hits[:MAX_SNIPPETS]),
                 window_ids=tuple(message.id for message in messages),
                 conversation=conversation_text(messages, set(anchors)),
             )
@@ -382,6 +413,100 @@ def _guarded_title(title: str | None) -> str | None:
 def _guarded_snippet(session_id: str, snippet: str) -> str:
     flat = " ".join(snippet.split())
     return guard_context_text(f"a snippet of session {session_id}", flat)
+
+
+# --- excerpts for people ---------------------------------------------------------------------------
+
+_MARKED = re.compile(re.escape(SNIPPET_OPEN) + "(.*?)" + re.escape(SNIPPET_CLOSE), re.S)
+# The argument that says what a call did, by the names the tools use, most telling first.
+_MAIN_ARGUMENTS = ("command", "path", "pattern", "query", "question", "url", "name", "action")
+_ARGUMENT_CHARS = 80
+
+
+def excerpt(message: MessageRecord | None, snippet: str) -> Excerpt:
+    """The match ``snippet`` (FTS5's, its matches between SNIPPET_OPEN/SNIPPET_CLOSE) found,
+    written for people from ``message``: its words on one line, each tool call as
+    ``ran <tool>: <what>``, cut to about EXCERPT_CHARS around the first matched word."""
+    terms = sorted({" ".join(term.split()) for term in _MARKED.findall(snippet)} - {""}, key=len, reverse=True)
+    if message is not None:
+        text = readable_message(message, terms)
+        marks = _spans(text, terms)
+        if marks or not terms:
+            return _cut_around(text, marks)
+    return _from_snippet(snippet)
+
+
+def readable_message(message: MessageRecord, terms: Sequence[str] = ()) -> str:
+    """A stored message on one line: what was said, then its tool calls as one-liners; ``terms``
+    (matched words) bring in the argument of a call that holds them when its one-liner does not."""
+    said = " ".join(message.content.split())
+    if message.role == "tool":
+        return f"output of {message.tool_name or 'a tool'}: {said}"
+    calls = [_call_line(call, terms) for call in message.tool_calls or () if isinstance(call, dict)]
+    return " · ".join(part for part in (said, *calls) if part)
+
+
+def _call_line(call: dict[str, Any], terms: Sequence[str]) -> str:
+    name = str(call.get("name") or "a tool")
+    arguments = call.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    main = next((key for key in _MAIN_ARGUMENTS if isinstance(arguments.get(key), str) and arguments[key].strip()),
+                None)
+    line = f"ran {name}: {_short(arguments[main], _ARGUMENT_CHARS)}" if main else f"ran {name}"
+    for key, value in arguments.items():
+        if key == main or _spans(line, terms):
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        found = _spans(" ".join(text.split()), terms)
+        if found:
+            line += f" ({key}: {_cut_around(' '.join(text.split()), found, _ARGUMENT_CHARS).text})"
+    return line
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _spans(text: str, terms: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """Where the matched words are in ``text`` (case-insensitive; whole words unless CJK)."""
+    if not terms:
+        return ()
+    patterns = [re.escape(term) if is_cjk_query(term) else rf"(?<!\w){re.escape(term)}(?!\w)" for term in terms]
+    return tuple(match.span() for match in re.finditer("|".join(patterns), text, re.I) if match.end() > match.start())
+
+
+def _cut_around(text: str, marks: Sequence[tuple[int, int]], limit: int = EXCERPT_CHARS) -> Excerpt:
+    """About ``limit`` characters of ``text`` from a little before the first mark, at word boundaries."""
+    if len(text) <= limit:
+        return Excerpt(text, tuple(marks))
+    first_start, first_end = marks[0] if marks else (0, 0)
+    start = max(0, first_start - limit // 3)
+    if start:
+        space = text.rfind(" ", 0, start)
+        if space >= 0 and first_start - space <= limit // 2:
+            start = space + 1
+    end = min(len(text), start + limit)
+    if end < len(text):
+        space = text.rfind(" ", first_end, end)
+        if space > first_end:
+            end = space
+    lead = "…" if start else ""
+    tail = "…" if end < len(text) else ""
+    kept = tuple((a - start + len(lead), b - start + len(lead)) for a, b in marks if a >= start and b <= end)
+    return Excerpt(f"{lead}{text[start:end]}{tail}", kept)
+
+
+def _from_snippet(snippet: str) -> Excerpt:
+    """FTS5's snippet itself, the markers taken out (when the message could not be read back)."""
+    text, marks, at = "", [], 0
+    flat = " ".join(snippet.split())
+    for match in _MARKED.finditer(flat):
+        text += flat[at:match.start()]
+        marks.append((len(text), len(text) + len(match.group(1))))
+        text += match.group(1)
+        at = match.end()
+    return Excerpt(text + flat[at:], tuple(marks))
 
 
 def _when(timestamp: float) -> str:

@@ -139,7 +139,15 @@ class SessionDBError(Exception):
 
 
 class SessionNotFound(SessionDBError, LookupError):
-    """The session id does not exist (never created, or deleted)."""
+    """No session with this id (never created, or deleted, perhaps by another process).
+
+    The one "not found" of the whole agent: the core raises it too (as
+    ``acp_hermes.core.errors.SessionNotFoundError``), and the ACP adapter answers it with -32002.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
 
 
 class SessionDBCorrupt(SessionDBError):

@@ -916,7 +916,7 @@ def _visible(found: Sequence[SkillInfo]) -> tuple[SkillInfo, ...]:
 
 def _write(edit: FileEdit, skill_dir: Path) -> None:
     if edit.new_text is not None:
-        write_text_exactly(edit.path, edit.new_text)  # the path is real already: nothing to resolve
+        write_text_exactly(edit.path, edit.new_text, private=True)  # the path is real already: nothing to resolve
         return
     delete_exactly(edit.path)
     parent = edit.path.parent

@@ -27,7 +27,6 @@ from acp_hermes_memory.text import one_line
 
 log = logging.getLogger(__name__)
 
-PRIVATE_FILE_MODE = 0o600
 
 Target = Literal["memory", "user"]
 Action = Literal["add", "replace", "remove"]
@@ -171,7 +170,7 @@ class MemoryStore:
             plan = self._plan(action, target, parse_entries(current or ""), content, old_text)
             new_text = serialize_entries(plan.entries)
             if plan.changed:  # a new file is private: what the agent learns about you is nobody else's
-                atomic_write_text(path, new_text, mode=None if current is not None else PRIVATE_FILE_MODE)
+                atomic_write_text(path, new_text, private=True)
                 log.info("%s %s: %s", action, path, plan.message)
         return MemoryUpdate(
             target=target,

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
+from acp_hermes_memory.fs import private_directory
 from acp_hermes_memory.values import value
 from acp_hermes_tools.paths import is_within
 
@@ -390,7 +391,7 @@ def _quarantine(path: Path, roots: tuple[Path, ...], quarantine: Path, folder: l
         return None
     try:
         if not folder:
-            quarantine.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_directory(quarantine)
             folder.append(Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=quarantine)))
         target = folder[0] / root.name / path.relative_to(root)
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -17,13 +17,24 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from acp import RequestError
 
-from acp_hermes.adapter.render import render_update, tool_content
+from acp_hermes.adapter.render import locations, render_update, tool_content
 from acp_hermes.adapter.sdk import transport_of
-from acp_hermes.core.events import Event
+from acp_hermes.core.events import Event, ToolCallFinished
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
 from acp_hermes_memory.fs import check_unchanged
 from acp_hermes_memory.values import value
-from acp_hermes_tools.contracts import Answer, CommandObserver, CommandOutcome, CommandRequest, EditorRefused, Question
+from acp_hermes_tools.contracts import (
+    Answer,
+    CommandObserver,
+    CommandOutcome,
+    CommandRequest,
+    DiffDisplay,
+    Display,
+    EditorRefused,
+    Location,
+    Question,
+    TerminalDisplay,
+)
 from acp_hermes_tools.local_io import LocalEditor
 
 if TYPE_CHECKING:
@@ -32,6 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _MTIME_SLACK = 1.0
+TERMINAL_ECHO_CHARS = 60_000  # of a command's output repeated in its tool call's rawOutput; the newest kept
+_TERMINAL_OUTPUTS_KEPT = 16  # outputs waiting for their call to finish (a cancelled call never collects its own)
 
 
 class ClientLink:
@@ -57,16 +70,75 @@ class ClientLink:
         )
 
 
+class ClientView:
+    """What the client has been shown of one session, for the messages that must agree with it.
+
+    The permission request for a call repeats the call's kind and locations as last shown (its
+    title is the call's own, with the reason for asking; CodeCompanion titles its approval from the
+    locations); the plan goes out only when it
+    changed; and the output of a command run in a client terminal is kept until its call finishes,
+    so the final update can carry it in ``rawOutput.output`` for clients that show terminal content
+    as nothing but its id (acpx). The call's content is left alone: Zed shows the terminal itself, and
+    shows a ``rawOutput`` only for a call without content.
+    """
+
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}  # open calls: their tool_call fields as last sent
+        self.plan: Any = None  # the entries of the last plan update sent
+        self.terminal_output: dict[str, str] = {}  # terminal id -> the output of the command it ran
+
+    def shown(self, update: dict[str, Any]) -> bool:
+        """Note ``update`` as sent; False when it would repeat what the client already has."""
+        kind = update["sessionUpdate"]
+        if kind == "plan":
+            if update["entries"] == self.plan:
+                return False
+            self.plan = update["entries"]
+        elif kind == "tool_call":
+            self.calls[update["toolCallId"]] = {key: update[key] for key in _SHOWN_FIELDS if key in update}
+        elif kind == "tool_call_update":
+            call = self.calls.get(update["toolCallId"])
+            if call is not None:
+                call.update({key: update[key] for key in _SHOWN_FIELDS if key in update})
+        return True
+
+    def finished(self, call_id: str, display: tuple[Display, ...]) -> str | None:
+        """Forget a finished call; the output of the commands it ran in client terminals, if any."""
+        self.calls.pop(call_id, None)
+        outputs = [self.terminal_output.pop(item.terminal_id) for item in display
+                   if isinstance(item, TerminalDisplay) and item.terminal_id in self.terminal_output]
+        return "".join(outputs) if outputs else None
+
+    def ran(self, terminal_id: str, output: str) -> None:
+        while len(self.terminal_output) >= _TERMINAL_OUTPUTS_KEPT:
+            self.terminal_output.pop(next(iter(self.terminal_output)))
+        if len(output) > TERMINAL_ECHO_CHARS:
+            output = "[… earlier output not shown …]\n" + output[-TERMINAL_ECHO_CHARS:]
+        self.terminal_output[terminal_id] = output
+
+
+_SHOWN_FIELDS = ("kind", "locations")  # the title asked with adds the reason to the call's own
+
+
 class SessionUpdates:
     """The event sink of one session: every event becomes a ``session/update``."""
 
-    def __init__(self, link: ClientLink, session_id: str) -> None:
+    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None) -> None:
         self._link = link
         self._session_id = session_id
+        self.view = view or ClientView()
 
     async def emit(self, event: Event) -> None:
+        update = render_update(event)
+        if isinstance(event, ToolCallFinished):
+            output = self.view.finished(event.call_id, event.display)
+            if output is not None:
+                raw = event.raw_output if isinstance(event.raw_output, dict) else {}
+                update["rawOutput"] = {**raw, "output": output}
+        if not self.view.shown(update):
+            return
         try:
-            await self._link.update(self._session_id, render_update(event))
+            await self._link.update(self._session_id, update)
         except ConnectionError:
             log.debug("client gone; dropped %s", type(event).__name__)
 
@@ -74,20 +146,32 @@ class SessionUpdates:
 class PermissionRequests:
     """Asks the user through ``session/request_permission`` (same toolCallId as the call)."""
 
-    def __init__(self, link: ClientLink, session_id: str) -> None:
+    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None) -> None:
         self._link = link
         self._session_id = session_id
+        self._view = view or ClientView()
+
+    def tool_call(self, question: PermissionQuestion) -> dict[str, Any]:
+        """The call asked about, as the tool call itself shows it (kind, locations; the title is the
+        call's own with the reason for asking), with what is asked for as its content. Without
+        locations of its own, the files it would change."""
+        shown = self._view.calls.get(question.call_id, {})
+        call: dict[str, Any] = {"toolCallId": question.call_id, "title": question.title, "kind": question.kind,
+                                **shown, "status": "pending",
+                                "content": [tool_content(item) for item in question.display]}
+        if not call.get("locations"):
+            changed = locations(tuple(Location(path) for path in dict.fromkeys(
+                item.path for item in question.display if isinstance(item, DiffDisplay))))
+            if changed:
+                call["locations"] = changed
+            else:
+                call.pop("locations", None)
+        return call
 
     async def ask(self, question: PermissionQuestion) -> str:
         params = {
             "sessionId": self._session_id,
-            "toolCall": {
-                "toolCallId": question.call_id,
-                "title": question.title,
-                "kind": question.kind,
-                "status": "pending",
-                "content": [tool_content(item) for item in question.display],
-            },
+            "toolCall": self.tool_call(question),
             "options": [
                 {"optionId": option.option_id, "name": option.label, "kind": option.option_id}
                 for option in question.options
@@ -124,11 +208,13 @@ class ClientEditor(LocalEditor):
     started after we last saw it through the editor and the file changed on disk since.
     """
 
-    def __init__(self, link: ClientLink, session_id: str, abilities: ClientAbilities) -> None:
+    def __init__(self, link: ClientLink, session_id: str, abilities: ClientAbilities,
+                 view: ClientView | None = None) -> None:
         super().__init__()
         self._client = link
         self._session_id = session_id
         self.abilities = abilities
+        self._view = view or ClientView()
         self._seen: dict[Path, float] = {}  # when we last read or wrote the file via the editor
 
     def _changed_by_command(self, path: Path) -> bool:
@@ -221,6 +307,7 @@ class ClientEditor(LocalEditor):
                 except Exception as exc:
                     log.debug("terminal/release failed: %s", exc)
         status = output.get("exitStatus") or (exit_status if not timed_out else None) or {}
+        self._view.ran(created["terminalId"], output.get("output", ""))
         return CommandOutcome(
             output=output.get("output", ""),
             exit_code=None if timed_out else status.get("exitCode"),

@@ -14,7 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 from acp import RequestError
 
 from acp_hermes.config import ConfigError
-from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
+from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError, damaged_database
 from acp_hermes_memory.session_db import SessionDBCorrupt
 
 RESOURCE_NOT_FOUND = -32002
@@ -51,11 +51,7 @@ def _config(error: ConfigError) -> RequestError:
 
 
 def _corrupt_db(error: SessionDBCorrupt) -> RequestError:
-    message = (
-        f"acp-hermes's session database {error.path} is damaged ({error.detail}). Run `acp-hermes doctor "
-        "--repair` in a terminal: it moves the file aside (kept) and starts a fresh one with every session "
-        "it can still read."
-    )
+    message = damaged_database(error.path, error.detail)
     return RequestError(INTERNAL_ERROR, message, {"details": message, "path": str(error.path)})
 
 
@@ -79,6 +75,17 @@ def as_request_error(error: Exception) -> RequestError | None:
         if isinstance(error, kind):
             return translate(error)
     return None
+
+
+def describe_request_error(error: BaseException) -> str | None:
+    """A JSON-RPC error the server answered (to the demo's client), as one line; None for anything else."""
+    if not isinstance(error, RequestError):
+        return None
+    message = str(error)
+    details = error.data.get("details") if isinstance(error.data, dict) else None
+    if isinstance(details, str) and details and details != message:
+        return f"{message}: {details}"
+    return message
 
 
 def translated(handler: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

@@ -44,7 +44,8 @@ def _reply_updates(reply: StoredReply) -> Iterator[dict[str, Any]]:
 
 
 def _tool_updates(call: StoredToolCall) -> Iterator[dict[str, Any]]:
-    """The call as one final ``tool_call`` (what its start and its end rendered, together)."""
+    """The call as one final ``tool_call`` (what its start and its end rendered, together); a call
+    that published a plan is followed by it, and has no rawOutput (live, the plan stood for it)."""
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call",
         "toolCallId": call.call_id,
@@ -56,7 +57,7 @@ def _tool_updates(call: StoredToolCall) -> Iterator[dict[str, Any]]:
     }
     if call.locations:
         update["locations"] = locations(call.locations)
-    if call.raw_output is not None:
+    if call.raw_output is not None and call.plan is None:
         update["rawOutput"] = call.raw_output
     yield update
     if call.plan is not None:
@@ -64,11 +65,18 @@ def _tool_updates(call: StoredToolCall) -> Iterator[dict[str, Any]]:
 
 
 def replay_updates(rows: Sequence[MessageRecord]) -> Iterator[dict[str, Any]]:
-    """Updates in the order the user originally saw them; each tool call arrives final."""
+    """Updates in the order the user originally saw them; each tool call arrives final, and a plan
+    only where it changed (as live)."""
+    plan = None
     for message in stored_messages(rows):
         if isinstance(message, StoredPrompt):
             yield from _prompt_updates(message)
         elif isinstance(message, StoredReply):
             yield from _reply_updates(message)
         else:
-            yield from _tool_updates(message)
+            for update in _tool_updates(message):
+                if update["sessionUpdate"] == "plan":
+                    if update["entries"] == plan:
+                        continue
+                    plan = update["entries"]
+                yield update

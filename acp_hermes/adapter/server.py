@@ -12,6 +12,7 @@ import asyncio
 import logging
 import sys
 import uuid
+import weakref
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes import __version__
-from acp_hermes.adapter.client import ClientAbilities, ClientEditor, ClientLink, PermissionRequests, SessionUpdates
+from acp_hermes.adapter.client import (
+    ClientAbilities,
+    ClientEditor,
+    ClientLink,
+    ClientView,
+    PermissionRequests,
+    SessionUpdates,
+)
 from acp_hermes.adapter.errors import AuthRequired, translated
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
@@ -72,12 +80,21 @@ class HermesAgent:
     def on_connect(self, conn: AgentSideConnection) -> None:
         engine = json_rpc_engine(conn)
         link = self._link = ClientLink(engine)
+        # One view per session, shared by its sink, asker and editor; it lives as long as they do.
+        views: weakref.WeakValueDictionary[str, ClientView] = weakref.WeakValueDictionary()
+
+        def view(sid: str) -> ClientView:
+            found = views.get(sid)
+            if found is None:
+                found = views[sid] = ClientView()
+            return found
+
         self._manager = SessionManager(
             self.runtime,
             SessionWiring(
-                sink_for=lambda sid: SessionUpdates(link, sid),
-                asker_for=lambda sid: PermissionRequests(link, sid),
-                editor_for=lambda sid: ClientEditor(link, sid, self._abilities),
+                sink_for=lambda sid: SessionUpdates(link, sid, view(sid)),
+                asker_for=lambda sid: PermissionRequests(link, sid, view(sid)),
+                editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid)),
             ),
         )
         route_session_delete(engine, self.delete_session)

@@ -122,9 +122,23 @@ class DemoClient:
         self._approve_all = approve_all
         self._interactive = interactive
         self._sandbox = sandbox
+        self._titled: anyio.Event | None = None  # set when the session's title arrives
+
+    def _title_event(self) -> anyio.Event:
+        if self._titled is None:
+            self._titled = anyio.Event()
+        return self._titled
+
+    async def wait_for_title(self, seconds: float) -> None:
+        """Until the agent has named the session (it does so after the first turn), at most ``seconds``."""
+        with anyio.move_on_after(seconds):
+            await self._title_event().wait()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.view.show(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        shown = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.view.show(shown)
+        if shown.get("sessionUpdate") == "session_info_update" and shown.get("title"):
+            self._title_event().set()
 
     async def read_text_file(self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
                              **kwargs: Any) -> Any:
@@ -173,7 +187,9 @@ class DemoClient:
 
 
 async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, env: dict[str, str],
-                 log_level: str | None) -> str:
+                 log_level: str | None, *, title_wait: float = 0.0) -> str:
+    """Run ``prompt`` in a new session of a spawned server; its stop reason. ``title_wait``: seconds to
+    keep the server after the turn for the session's title (it names the session after the first turn)."""
     from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
@@ -191,6 +207,8 @@ async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, 
         view.line(view.paint(f"you: {prompt}", BOLD))
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])
         view.line(view.paint(f"\nturn ended: {response.stop_reason}", DIM))
+        if title_wait and response.stop_reason != "cancelled":
+            await client.wait_for_title(title_wait)
         return response.stop_reason
 
 

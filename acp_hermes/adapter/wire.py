@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import stat
 import sys
 import threading
@@ -66,27 +67,51 @@ def _is_regular_file(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
-def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
-    """Feed a regular file on stdin to ``reader`` from a thread (pipes use the event loop)."""
+def _can_poll(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: a pipe, socket or tty, yes; a regular file, a
+    directory or a device such as /dev/null, no (epoll refuses them with EPERM, and asyncio would
+    only report that from a callback, leaving the reader waiting for ever)."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
+    """Feed stdin the event loop cannot poll (a regular file, /dev/null) to ``reader`` from a thread.
+
+    A read that fails (a directory on stdin) ends the input like EOF, with one line in the log.
+    """
 
     def pump() -> None:
-        with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
-            while chunk := source.read(65536):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-        loop.call_soon_threadsafe(reader.feed_eof)
+        try:
+            with os.fdopen(os.dup(fd), "rb", buffering=0) as source:
+                while chunk := source.read(65536):
+                    loop.call_soon_threadsafe(reader.feed_data, chunk)
+        except OSError as exc:
+            log.error("stdin cannot be read (%s): treating it as closed", exc.strerror or exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop may be closed already
+                loop.call_soon_threadsafe(reader.feed_eof)
 
-    threading.Thread(target=pump, name="stdin-file", daemon=True).start()
+    threading.Thread(target=pump, name="stdin-reader", daemon=True).start()
 
 
 async def open_streams(protocol_fd: int, limit: int) -> tuple[asyncio.StreamReader, Any]:
     """Async reader on stdin and writer on the protocol fd (pipes, sockets, ttys or plain files)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit)
-    stdin_fd = sys.stdin.fileno()
-    if _is_regular_file(stdin_fd):
-        _feed_from_file(loop, reader, stdin_fd)
-    else:
+    if sys.stdin is None:  # started with fd 0 closed: no request will ever come
+        reader.feed_eof()
+    elif _can_poll(sys.stdin.fileno()):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    else:
+        _feed_from_thread(loop, reader, sys.stdin.fileno())
     if _is_regular_file(protocol_fd):
         return reader, _FileWriter(protocol_fd)
     transport, protocol = await loop.connect_write_pipe(

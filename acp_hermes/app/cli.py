@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="acp-hermes",
-        description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad) "
+        description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad, VS Code) "
         "spawn it and talk ACP over stdio. With no command it serves ACP on stdin/stdout.",
     )
     parser.add_argument("--version", action="version", version=f"acp-hermes {__version__}")
@@ -67,6 +67,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(build_parser().parse_args(arguments))
     except KeyboardInterrupt:  # Ctrl-C: the exit status says it all, a traceback would add nothing
         return _interrupted()
+    except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
+        line = failure_line(exc)
+        if line is None:
+            raise
+        import logging
+
+        logging.getLogger("acp_hermes").debug("%s", line, exc_info=True)  # the details, for --log-level DEBUG
+        print(line, file=sys.stderr)
+        return 1
+
+
+def failure_line(error: BaseException) -> str | None:
+    """One line for a failure whose cause the user can fix (a damaged state.db, a file where a
+    directory belongs, a file that cannot be read, the server's answer to the demo), or None."""
+    import sqlite3
+
+    from acp_hermes.app.local_settings import home_problem
+    from acp_hermes.config import ConfigError, paths_from_env
+    from acp_hermes.core.errors import damaged_database
+    from acp_hermes_memory.session_db import SessionDBCorrupt, is_corruption
+
+    paths = paths_from_env()
+    if isinstance(error, SessionDBCorrupt):
+        return damaged_database(error.path, error.detail)
+    if isinstance(error, sqlite3.DatabaseError):
+        if is_corruption(error):
+            return damaged_database(paths.state_db, str(error))
+        return f"acp-hermes: the session database {paths.state_db} cannot be used: {error}"
+    if isinstance(error, ConfigError):
+        return f"acp-hermes: configuration error: {error}"
+    if isinstance(error, OSError):
+        where = f": {error.filename}" if error.filename else ""
+        return f"acp-hermes: {home_problem(paths) or f'{error.strerror or error}{where}'}"
+    if "acp" in sys.modules:  # only then can it be an answer of the server the demo drives
+        from acp_hermes.adapter.errors import describe_request_error
+
+        answer = describe_request_error(error)
+        if answer is not None:
+            return f"acp-hermes: the server refused: {answer}"
+    return None
 
 
 def _interrupted() -> NoReturn:
@@ -85,6 +125,14 @@ def _interrupted() -> NoReturn:
 def _run(args: argparse.Namespace) -> int:
     if args.command in (None, "serve"):
         return serve(args.log_level)
+    if args.command != "doctor":  # doctor names it among what else it finds
+        from acp_hermes.app.local_settings import home_problem
+        from acp_hermes.config import paths_from_env
+
+        problem = home_problem(paths_from_env())
+        if problem is not None:
+            print(f"acp-hermes: {problem}", file=sys.stderr)
+            return 1
     _log_for_command(args.log_level, console=args.command != "demo")
     if args.command == "setup":
         from acp_hermes.app.setup import run_setup
@@ -133,6 +181,7 @@ def serve(log_level: str | None) -> int:
     import logging
 
     from acp_hermes.adapter.wire import claim_stdout
+    from acp_hermes.app.local_settings import home_problem
     from acp_hermes.app.logs import configure_logging
     from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
 
@@ -146,8 +195,9 @@ def serve(log_level: str | None) -> int:
         settings, error = None, str(exc)
     configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
     log = logging.getLogger("acp_hermes")
-    if error:
-        log.error("configuration error: %s", error)
+    problem = home_problem(paths) or error  # a file for HERMES_HOME is what the config error comes from
+    if problem:
+        log.error("configuration error: %s", problem)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
     db_opening = _open_state_db_early(paths)
 

@@ -39,7 +39,11 @@ def _fts5_status() -> str:
 
 def _grants(path: Path) -> list[str]:
     lines = []
-    for project, grants in GrantStore(path).all_projects().items():
+    try:
+        projects = GrantStore(path).all_projects()
+    except OSError as exc:
+        return [f"cannot be read: {exc.strerror or exc}"]
+    for project, grants in projects.items():
         lines += [f"{project}: always allow `{key}`" for key in sorted(grants.allow)]
         lines += [f"{project}: always reject `{key}`" for key in sorted(grants.reject)]
     return lines or ["(none)"]
@@ -101,8 +105,17 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
     with progress("repairing the session database"):
         report = repair(path)
     print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
-    print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s); "
-          f"{report.unreadable_rows:,} row(s) could not be read")
+    print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s)")
+    if report.placeholder_sessions:
+        print(f"  {report.placeholder_sessions:,} of those sessions lost their own record (title, folder): "
+              "their messages are kept under the title “(recovered messages)”")
+    if not report.counted:
+        print("  the damaged file's indexes cannot be read either, so how much was lost is unknown")
+    elif report.unreadable_rows:
+        print(f"  lost (listed by the damaged file's indexes, but unreadable): {report.lost_messages:,} message(s), "
+              f"{report.lost_sessions:,} session(s)")
+    else:
+        print("  nothing lost: every session and message the damaged file's indexes list was recovered")
 
 
 def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
@@ -164,7 +177,7 @@ def _editors(problems: list[str]) -> None:
 
     configs = check_editor_configs()
     if not configs:
-        print("  no Zed or JetBrains configuration found")
+        print("  no Zed, JetBrains or Neovim (avante.nvim) configuration found")
     for config in configs:
         where = f"{config.editor} ({config.path})"
         if config.problem:
@@ -177,6 +190,9 @@ def _editors(problems: list[str]) -> None:
             print(f"  {where}: agent “{entry.name}” runs {entry.command}: {entry.problem or 'found'}")
             if entry.problem:
                 problems.append(f"{where}, agent “{entry.name}”: {entry.problem}")
+            for warning in entry.warnings:
+                print(f"    {warning}")
+                problems.append(f"{where}, agent “{entry.name}”: {warning}")
 
 
 def _sandbox_status(settings: Settings | None) -> str:
@@ -213,6 +229,10 @@ def run_doctor(*, repair: bool = False) -> int:
         print(f"  {label:<17} {path}{'' if path.exists() else '  (not created yet)'}")
     if paths.home.exists() and not os.access(paths.home, os.W_OK):
         problems.append(f"{paths.home} is not writable")
+    from acp_hermes.app.local_settings import home_problem
+
+    if (misplaced := home_problem(paths)) is not None:
+        problems.append(misplaced)
 
     print("\nConfiguration (environment > config file > defaults)")
     try:

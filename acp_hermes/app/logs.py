@@ -35,8 +35,21 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
             super().handleError(record)
 
 
+def console_level(level: str) -> int:
+    """What reaches stderr at log ``level``: warnings and errors, unless DEBUG asks for everything.
+
+    Editors show an agent's stderr to the user (agent-shell as a "Notice" each time, Zed in its log
+    pane), so the routine INFO lines of every turn stay in the log file.
+    """
+    threshold = logging.getLevelName(level.upper())
+    if not isinstance(threshold, int):
+        threshold = logging.INFO
+    return threshold if threshold <= logging.DEBUG else max(logging.WARNING, threshold)
+
+
 def configure_logging(paths: Paths, level: str, *, console: bool = True) -> None:
-    """Send every log record to the log file, and to stderr when ``console``.
+    """Send every log record at ``level`` to the log file, and warnings and errors to stderr when
+    ``console`` (everything with DEBUG: see ``console_level``).
 
     Python warnings (a model SDK's deprecation notice, say) go to the log file only: stderr is an
     editor's log pane or the user's terminal. The server (``console``) makes its directories at
@@ -49,6 +62,7 @@ def configure_logging(paths: Paths, level: str, *, console: bool = True) -> None
     if console:
         stream = logging.StreamHandler(sys.stderr)
         stream.setFormatter(formatter)
+        stream.setLevel(console_level(level))
         root.addHandler(stream)
     directories = (paths.own, paths.logs)
     handler: PrivateRotatingFileHandler | None = None

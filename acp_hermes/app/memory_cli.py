@@ -191,7 +191,7 @@ def _edit_copy(store: MemoryStore, target: Target, editor: list[str], draft: Pat
             print(f"acp-hermes: {path} changed while you were editing (a session wrote to it). Nothing was "
                   f"saved; your version is in {draft}.", file=sys.stderr)
             return _KEPT
-        atomic_write_text(path, serialize_entries(edited))
+        atomic_write_text(path, serialize_entries(edited), private=True)  # a new file is 0600, as a session's
     saved = _inspect(store, target)
     print(f"Saved {path}: {saved.state()}.")
     for warning in saved.warnings():

@@ -72,13 +72,63 @@ def _list(db: SessionDB, args: argparse.Namespace) -> int:
     return 0
 
 
-def _rows(db: SessionDB, session_id: str) -> tuple[SessionRecord, list[MessageRecord]] | None:
+def _session(db: SessionDB, given: str) -> SessionRecord | None:
+    """The session ``given`` names: its full id, or the start of exactly one id (else None, said on stderr)."""
+    record = db.get_session(given)
+    if record is not None:
+        return record
+    matches = _ids_starting_with(db, given)
+    if len(matches) == 1:
+        return db.get_session(matches[0])
+    if not matches:
+        print(f"acp-hermes: no session {given!r} (see `acp-hermes sessions list`)", file=sys.stderr)
+        return None
+    shown = matches[:_AMBIGUOUS_SHOWN]
+    more = f"\n  … and {len(matches) - len(shown)} more" if len(matches) > len(shown) else ""
+    listed = "\n".join(f"  {_one(db, session_id)}" for session_id in shown)
+    print(f"acp-hermes: {given!r} is the start of {len(matches)} session ids; give more of the one you mean:\n"
+          f"{listed}{more}", file=sys.stderr)
+    return None
+
+
+_AMBIGUOUS_SHOWN = 10
+
+
+def _ids_starting_with(db: SessionDB, prefix: str) -> list[str]:
+    """Ids of the sessions `sessions list` shows (continuation segments left out) that start with ``prefix``."""
+    import contextlib
+    import sqlite3
+
+    from acp_hermes_memory.session_db import CONTINUATION_SOURCE
+
+    sql = "SELECT id, source FROM sessions WHERE id >= ? ORDER BY id LIMIT ?"
+    found: list[str] = []
+    try:  # read beside the SessionDB: the primary-key index walked from the prefix, stopped past it
+        with contextlib.closing(sqlite3.connect(f"{db.path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            start = prefix
+            while True:
+                rows = conn.execute(sql, (start, 500)).fetchall()
+                found += [str(i) for i, source in rows if str(i).startswith(prefix) and source != CONTINUATION_SOURCE]
+                if len(rows) < 500 or not str(rows[-1][0]).startswith(prefix):
+                    return found
+                start = str(rows[-1][0]) + "\0"
+    except sqlite3.Error:
+        return found
+
+
+def _one(db: SessionDB, session_id: str) -> str:
     record = db.get_session(session_id)
     if record is None:
-        print(f"acp-hermes: no session {session_id!r} (see `acp-hermes sessions list`)", file=sys.stderr)
+        return session_id
+    return f"{record.id}  {_when(record.updated_at)[:16]}  {record.title or '(untitled)'}"
+
+
+def _rows(db: SessionDB, given: str) -> tuple[SessionRecord, list[MessageRecord]] | None:
+    record = _session(db, given)
+    if record is None:
         return None
     with progress(f"reading {record.message_count:,} messages"):
-        return record, db.conversation(session_id)
+        return record, db.conversation(record.id)
 
 
 def _show(db: SessionDB, args: argparse.Namespace) -> int:
@@ -96,7 +146,10 @@ def _show(db: SessionDB, args: argparse.Namespace) -> int:
 
 
 def _row(row: MessageRecord) -> dict[str, Any]:
+    """One stored row: an assistant row's tool calls (id, name, arguments) and a tool row's result
+    (the block the model was sent, with ``is_error``) as stored."""
     return {"role": row.role, "content": row.content, "tool_name": row.tool_name, "tool_call_id": row.tool_call_id,
+            "tool_calls": row.tool_calls, "tool_result": row.payload if row.role == "tool" else None,
             "timestamp": _when(row.timestamp)}
 
 
@@ -109,18 +162,44 @@ def _search(db: SessionDB, args: argparse.Namespace) -> int:
     result = anyio.run(lambda: recall(db, query, current_session=None, limit=10))
     if args.json:
         print(json.dumps([{"id": s.session_id, "title": s.title, "updated_at": _when(s.updated_at),
-                           "snippets": list(s.snippets)} for s in result.sessions], indent=2))
+                           "excerpts": [{"text": e.text, "marks": [list(m) for m in e.marks]} for e in s.excerpts]}
+                          for s in result.sessions], indent=2, ensure_ascii=False))
         return 0
     if not result.sessions:
-        print(f"No session mentions {query!r}.")
+        print(f"No session mentions {query!r}." + (f" ({result.notice})" if result.notice else ""))
+    opening, closing = _highlight()
     for found in result.sessions:
         print(f"{found.session_id}  {_when(found.updated_at)[:16]}  {found.title or '(untitled)'}")
-        for snippet in found.snippets[:2]:
-            print(f"    {' '.join(snippet.split())[:160]}")
+        for excerpt in found.excerpts[:2]:
+            print(f"    {excerpt.render(opening, closing, _printable)}")
     return 0
 
 
+def _highlight() -> tuple[str, str]:
+    """How a matched word stands out: bold on a terminal (unless NO_COLOR is set), «guillemets» elsewhere."""
+    import os
+
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return "\x1b[1m", "\x1b[0m"
+    return "«", "»"
+
+
+def _printable(text: str) -> str:
+    """Stored text without control characters: a saved escape sequence must not restyle the terminal."""
+    return "".join(char if char.isprintable() else "\ufffd" for char in text)
+
+
 def _export(db: SessionDB, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    target = Path(args.output).expanduser() if args.output else None
+    if target is not None and target.is_dir():
+        print(f"acp-hermes: {args.output} is a folder: give the file to write in it", file=sys.stderr)
+        return 1
+    if target is not None and not target.parent.is_dir():
+        print(f"acp-hermes: the folder {target.parent} does not exist: create it first, or write elsewhere",
+              file=sys.stderr)
+        return 1
     found = _rows(db, args.session_id)
     if found is None:
         return 1
@@ -132,22 +211,19 @@ def _export(db: SessionDB, args: argparse.Namespace) -> int:
             from acp_hermes.core.export import conversation_markdown
 
             text = conversation_markdown(record.title, record.id, rows)
-    if not args.output:
+    if target is None:
         print(text, end="")
         return 0
-    from pathlib import Path
-
     from acp_hermes_memory.fs import atomic_write_text
 
-    atomic_write_text(Path(args.output).expanduser().resolve(), text)
+    atomic_write_text(target.resolve(), text)
     print(json.dumps({"written": args.output, "rows": len(rows)}) if args.json else f"Wrote {args.output}.")
     return 0
 
 
 def _delete(db: SessionDB, args: argparse.Namespace) -> int:
-    record = db.get_session(args.session_id)
+    record = _session(db, args.session_id)
     if record is None:
-        print(f"acp-hermes: no session {args.session_id!r}", file=sys.stderr)
         return 1
     if not args.yes:
         if not sys.stdin.isatty():

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from acp_hermes.config import DEFAULT_MODEL, ConfigError, Settings, paths_from_env, read_config_file
-from acp_hermes_memory.fs import atomic_write_text
+from acp_hermes_memory.fs import atomic_write_text, private_directory
 
 
 def mask(secret: str) -> str:
@@ -52,8 +52,12 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-async def access_problem(settings: Settings) -> str | None:
-    """Why the endpoint refuses or cannot be reached with the settings' key (one GET /v1/models), or None."""
+async def access_problem(settings: Settings, *, models_optional: bool = False) -> str | None:
+    """Why the endpoint refuses or cannot be reached with the settings' key (one GET /v1/models), or None.
+
+    ``models_optional``: an endpoint without ``/v1/models`` (404) is no problem (the demo then
+    finds out from its prompt).
+    """
     from acp_hermes.model.provider import AnthropicProvider, describe_failure
 
     provider = AnthropicProvider(settings.model_copy(update={"request_timeout": CHECK_TIMEOUT}))
@@ -67,11 +71,51 @@ async def access_problem(settings: Settings) -> str | None:
         if status == 403:
             return f"{where} refused access with this key (403 Forbidden)."
         if status == 404:
-            return f"{where} has no /v1/models (404): is the base URL right?"
-        return describe_failure(error)
+            return None if models_optional else f"{where} has no /v1/models (404): is the base URL right?"
+        return unreachable(error, where) or describe_failure(error)
     finally:
         await provider.aclose()
     return None
+
+
+def unreachable(error: BaseException, where: str) -> str | None:
+    """"Could not reach the model at <where>: <why>" when an OS error under ``error`` says the request
+    never got an answer (refused, no such host, TLS, timed out), else None."""
+    if getattr(error, "status_code", None) is not None:  # the endpoint answered
+        return None
+    reason = _connection_failure(error)
+    return None if reason is None else f"Could not reach the model at {where}: {reason}."
+
+
+def _connection_failure(error: BaseException) -> str | None:
+    """The OS-level cause of a failed connection in a few words (the SDK says only "Connection error")."""
+    import errno
+    import socket
+    import ssl
+
+    causes: list[BaseException] = [error]
+    seen: set[int] = set()
+    vague: str | None = None  # an OSError without an errno ("All connection attempts failed"): its text
+    while causes:
+        cause = causes.pop(0)
+        if id(cause) in seen:
+            continue
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or getattr(cause, "errno", None) == errno.ECONNREFUSED:
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"host not found ({cause.strerror or cause})"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or cause})"
+        if isinstance(cause, TimeoutError):
+            return "the connection timed out"
+        if isinstance(cause, OSError):
+            if cause.strerror:
+                return cause.strerror[0].lower() + cause.strerror[1:]
+            vague = vague or str(cause)
+        causes.extend(getattr(cause, "exceptions", ()))  # an ExceptionGroup of connection attempts
+        causes.extend(c for c in (cause.__cause__, cause.__context__) if c is not None)
+    return vague
 
 
 def run_setup(*, check: bool = True) -> int:
@@ -112,7 +156,8 @@ def run_setup(*, check: bool = True) -> int:
         return 1
     import yaml
 
-    atomic_write_text(paths.config_file, yaml.safe_dump(updated, sort_keys=False), mode=0o600)
+    private_directory(paths.own)  # 0700 (HERMES_HOME too when it is new), as the server keeps it
+    atomic_write_text(paths.config_file, yaml.safe_dump(updated, sort_keys=False), mode=0o600, private=True)
     print(f"Saved to {paths.config_file} (permissions 0600). Model: {model}.")
     return 0
 

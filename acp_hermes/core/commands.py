@@ -126,8 +126,16 @@ async def _search(session: Session, arg: str) -> CommandReply:
     for found in result.sessions:
         when = datetime.fromtimestamp(found.updated_at).strftime("%Y-%m-%d %H:%M")
         lines.append(f"- **{found.title or '(untitled)'}** — {when} · `{found.session_id}`")
-        lines += [f"  > {one_line(snippet, 160)}" for snippet in found.snippets[:2]]
+        lines += [f"  > {excerpt.render('**', '**', _markdown_text)}" for excerpt in found.excerpts[:2]]
     return CommandReply("\n".join(lines))
+
+
+_MARKDOWN_SPECIAL = str.maketrans({char: f"\\{char}" for char in "\\`*_[]<>#|~"})
+
+
+def _markdown_text(text: str) -> str:
+    """Stored text shown as itself in Markdown: nothing in it can start emphasis, code, a link or HTML."""
+    return text.translate(_MARKDOWN_SPECIAL)
 
 
 INIT_INSTRUCTION = (
@@ -151,11 +159,14 @@ async def _export(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.titles import clean_title
     from acp_hermes_tools.paths import resolve_path
 
-    stored = await anyio.to_thread.run_sync(session.db.conversation, session.id)
     slug = "-".join(clean_title(session.title or "conversation").lower().split())[:60]
-    name = arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md"
+    path = resolve_path(arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md", session.cwd)
+    if not await anyio.to_thread.run_sync(path.parent.is_dir):  # a typo in the folder must not make new folders
+        return CommandReply(f"Not exported: the folder `{path.parent}` does not exist. Create it first, "
+                            "or give a path in an existing folder.")
+    stored = await anyio.to_thread.run_sync(session.db.conversation, session.id)
     text = conversation_markdown(session.title, session.id, stored)
-    return CommandReply(await session.export(resolve_path(name, session.cwd), text))
+    return CommandReply(await session.export(path, text))
 
 
 async def _title(session: Session, arg: str) -> CommandReply:

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from acp_hermes_memory.session_db import SessionNotFound
+
 
 class InvalidInput(ValueError):
     """A request the core cannot serve as asked (a bad option, a relative path); the message says why."""
 
 
-class SessionNotFoundError(LookupError):
-    """No session with this id, in memory or in the SessionDB."""
+# No session with this id, in memory or in the SessionDB. One class with the SessionDB's own, so a
+# session another process deleted while this one still holds it is "not found" too, wherever noticed.
+SessionNotFoundError = SessionNotFound
 
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"no session {session_id!r}")
-        self.session_id = session_id
+
+def damaged_database(path: Path, detail: str) -> str:
+    """What to tell the user about a damaged ``state.db``, in one line (the server and every command)."""
+    return (
+        f"acp-hermes's session database {path} is damaged ({detail}). Run `acp-hermes doctor --repair` in a "
+        "terminal: it moves the file aside (kept) and starts a fresh one with every session it can still read."
+    )
 
 
 class SessionCreationFailed(RuntimeError):

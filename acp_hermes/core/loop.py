@@ -10,6 +10,7 @@ tool may hand the turn to the user (a question asked in the chat): the turn then
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import anyio
 
 from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
-from acp_hermes.core.transcript import ToolOutcome, Transcript
+from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.model.types import (
     Completed,
@@ -32,7 +33,15 @@ from acp_hermes.model.types import (
     Usage,
 )
 from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, TextDisplay, ToolEvent, ToolEventSink, ToolKind
+from acp_hermes_tools.contracts import (
+    Location,
+    PlanEntry,
+    PlanUpdated,
+    TextDisplay,
+    ToolEvent,
+    ToolEventSink,
+    ToolKind,
+)
 from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
@@ -73,7 +82,8 @@ class TurnResult:
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
-    context_tokens: int = 0
+    context_tokens: int = 0  # what the last model call measured (0: none did, or a compaction followed)
+    measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
 
 
@@ -84,11 +94,13 @@ class _Call:
     call: ToolCall
     title: str
     kind: str
+    locations: tuple[Location, ...] = ()  # as announced
     plan: tuple[PlanEntry, ...] | None = None
 
 
 class _CallSink:
-    """Forwards a call's events and remembers the plan it published (stored for replay)."""
+    """Forwards a call's events and remembers what they changed of it: the plan it published, its
+    title and locations as last shown (stored for replay)."""
 
     def __init__(self, sink: EventSink, record: _Call) -> None:
         self._sink = sink
@@ -97,6 +109,11 @@ class _CallSink:
     async def emit(self, event: ToolEvent) -> None:
         if isinstance(event, PlanUpdated):
             self._record.plan = event.entries
+        elif event.call_id == self._record.call.id:
+            if event.title is not None:
+                self._record.title = event.title
+            if event.locations is not None:
+                self._record.locations = event.locations
         await self._sink.emit(event)
 
 
@@ -137,6 +154,21 @@ class AgentLoop:
         self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
     ) -> TurnResult:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
+        ended = False
+        try:
+            turn = await self._turn(content, plain_text, prompt, settings)
+            ended = True
+            return turn
+        finally:
+            result, usage = self.result, self.result.usage
+            log.debug("turn end: %s after %d model calls, %d tools used; tokens in %d, out %d, cache read %d, "
+                      "cache write %d", result.stop_reason if ended else "cancelled or failed", result.model_calls,
+                      len(result.tools_used), usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                      usage.cache_write_tokens)
+
+    async def _turn(
+        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
+    ) -> TurnResult:
         result = self.result = TurnResult("end_turn")
         await self._transcript.add_user(content, plain_text, prompt)
         pressure = 0.0  # the highest budget share already noted this turn
@@ -174,7 +206,7 @@ class AgentLoop:
         compacted = await self._compact_if_due(result.context_tokens)
         if compacted is not None:
             self._transcript, self._system_prompt = compacted
-            result.context_tokens = 0  # measured again by the next call
+            result.context_tokens = result.measured_messages = 0  # measured again by the next call
 
     async def _model_call(self, settings: TurnSettings, result: TurnResult) -> Completed | None:
         """Stream one model message into events; None when the turn must end (model failure)."""
@@ -216,6 +248,10 @@ class AgentLoop:
             return None
         result.usage = result.usage + completed.usage
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
+        announced = {
+            b["id"]: AnnouncedCall(self._open[b["id"]].title, self._open[b["id"]].kind, self._open[b["id"]].locations)
+            for b in completed.content if b.get("type") == "tool_use"
+        }
         await self._transcript.add_assistant(
             completed.content,
             message_id=message_id,
@@ -223,12 +259,17 @@ class AgentLoop:
             reasoning="".join(thinking),
             stop_reason=completed.stop_reason,
             output_tokens=completed.usage.output_tokens,
+            context_tokens=result.context_tokens,
+            announced=announced,
         )
+        result.measured_messages = len(self._transcript.messages)
         return completed
 
     async def _announce(self, call: ToolCall) -> None:
+        log.debug("tool call %s: %s%s", call.id, call.name,
+                  "" if call.arguments is not None else " (arguments are not a JSON object)")
         presentation, kind = self._registry.presentation(call, self._scope)
-        self._open[call.id] = _Call(call, presentation.title, kind)
+        self._open[call.id] = _Call(call, presentation.title, kind, presentation.locations)
         raw_input = call.arguments if call.arguments is not None else {"_unparsed": call.raw_arguments}
         await self._sink.emit(
             ToolCallStarted(call.id, call.name, presentation.title, kind, raw_input, presentation.locations)
@@ -285,7 +326,10 @@ class AgentLoop:
         self.result.tools_used.add(call.name)
         record = self._open[call.id]
         ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
+        began = time.perf_counter()
         result = await self._registry.dispatch(call, ctx)
+        log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",
+                  (time.perf_counter() - began) * 1000)
         text = result.text
         if self._hints is not None and call.arguments:
             text += self._hints.check_tool_call(call.name, call.arguments)
@@ -294,13 +338,15 @@ class AgentLoop:
             self._handover = result.ends_turn
         display = result.display or (TextDisplay(result.text, ""),)
         del self._open[call.id]
+        # A call that published a plan: the editor has that as the plan, so its raw output (the same
+        # list again, shown as JSON by some clients) stays off the tool call; stored, it restores the tool.
         await self._sink.emit(
             ToolCallFinished(
                 call.id,
                 "completed" if result.ok else "failed",
                 display,
                 result.locations,
-                result.raw_output,
+                result.raw_output if record.plan is None else None,
             )
         )
         return ToolOutcome(
@@ -312,7 +358,7 @@ class AgentLoop:
             text=text,
             ok=result.ok,
             display=display,
-            locations=result.locations or (),
+            locations=record.locations if result.locations is None else result.locations,
             plan=record.plan,
             raw_output=result.raw_output,
         )
@@ -339,7 +385,7 @@ class AgentLoop:
             await self._sink.emit(ToolCallFinished(record.call.id, "failed", display))
             outcomes.append(
                 ToolOutcome(record.call.id, record.call.name, record.title, record.kind, record.call.arguments,
-                            reason, False, display, ())
+                            reason, False, display, record.locations)  # replayed as it was shown
             )
         # The last assistant message and the results stored so far (a batch may be half done).
         unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}

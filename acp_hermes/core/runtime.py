@@ -8,8 +8,10 @@ needs them; the SessionDB is opened on a thread while the server starts.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +32,11 @@ if TYPE_CHECKING:
     from acp_hermes_memory.skills import SkillStore
     from acp_hermes_memory.store import MemoryStore
     from acp_hermes_tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+# How long the second step of the warm-up waits for the first model response to begin (see warm_up).
+TOOL_WARM_UP_DELAY = 0.5
 
 
 @dataclass
@@ -123,19 +130,35 @@ class Runtime:
         import acp_hermes_tools.sandbox  # noqa: F401
 
     def warm_up(self) -> None:
-        """Load what a turn needs (the model SDK and its HTTP client, the tools and their schema
-        validators, the loop, the command rules) before the first prompt asks for it. Blocking:
-        run it in a thread right after a session opens; nothing of it is needed to answer
-        ``initialize`` or ``session/new``."""
+        """Load what a turn needs before the first prompt asks for it. Blocking: run it in a thread
+        right after a session opens; nothing of it is needed to answer ``initialize`` or ``session/new``.
+
+        Two steps. First what the first model request needs: the model SDK and its HTTP client, the
+        tools' definitions, the loop. Then what the first tool call needs: the command rules, the
+        tools' schema validators (jsonschema), the sandbox check. The second waits until the first
+        model response has begun (or ``TOOL_WARM_UP_DELAY`` seconds, when no prompt comes): a prompt
+        sent at once shares one GIL with the warm-up, so everything this thread runs before the
+        request goes out delays it, and a model takes longer to answer than this step.
+        """
+        began, cpu = time.perf_counter(), time.thread_time()
+        provider = self.provider
+        provider.prepare()
+        self.registry  # noqa: B018
         import acp_hermes.core.attachments
         import acp_hermes.core.loop
+
+        log.debug("warm-up: model client, tools and loop ready after %.0f ms (%.0f ms CPU on this thread)",
+                  (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
+        provider.responding.wait(TOOL_WARM_UP_DELAY)
+        began, cpu = time.perf_counter(), time.thread_time()
         import acp_hermes.permissions.command_risk  # noqa: F401
         from acp_hermes_tools.sandbox import detect
 
-        self.provider.prepare()
         self.registry.prepare()
         if self.settings.sandbox != "off":
             detect()  # runs bubblewrap once to see that it works: not on the event loop, not later
+        log.debug("warm-up: command rules, validators and sandbox check ready after %.0f ms (%.0f ms CPU)",
+                  (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
 
     def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
         """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""

@@ -79,7 +79,10 @@ class Session:
         self.system_prompt = system_prompt
         self.transcript = transcript
         self.title = title
+        # The context the last model call measured (or a compaction or a reload estimated), and how
+        # many transcript messages it covers: later ones are estimated (``context_tokens``).
         self.last_context_tokens = 0
+        self.measured_messages = 0
         self._runtime = runtime
         self._sink = sink
         self.editor = editor
@@ -251,7 +254,7 @@ class Session:
             content.append({"type": "text", "text": hint.strip()})
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
-        if self._compaction_due(self.last_context_tokens):
+        if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
             from acp_hermes.core.review import offer_proposals
@@ -278,7 +281,9 @@ class Session:
                 self._scope = None
         result = loop.result  # also what a cancelled turn used before it stopped
         if result.model_calls:
-            await self._account(result.usage, result.model_calls, result.context_tokens)
+            await self._account(result.usage, result.model_calls)
+        if result.context_tokens:  # measured after any compaction of this turn; a cancelled call measured nothing
+            self.last_context_tokens, self.measured_messages = result.context_tokens, result.measured_messages
         await self.report_usage()
         if stop != "cancelled" and not self.title and not self._naming_started and self.on_first_exchange:
             self._naming_started = True
@@ -375,7 +380,7 @@ class Session:
         compaction = await compact(target, focus=focus, manual=manual)
         if compaction.done:
             self.transcript, self.system_prompt = target.transcript, target.system_prompt
-            self.last_context_tokens = compaction.after_tokens
+            self.last_context_tokens, self.measured_messages = compaction.after_tokens, len(self.transcript.messages)
         return compaction
 
     def _compaction_target(self) -> CompactionTarget:
@@ -390,15 +395,26 @@ class Session:
             make_context=self._tool_context, rebuild_prompt=self.rebuild_prompt, flush=settings.memory_flush,
         )
 
-    async def _account(self, usage: Usage, model_calls: int, context_tokens: int) -> None:
-        self.last_context_tokens = context_tokens
+    async def _account(self, usage: Usage, model_calls: int) -> None:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(
                 self._runtime.record_usage, self.id, self.choices.model, usage, model_calls
             )
 
+    def context_tokens(self) -> int:
+        """The size of the context the next request sends, as far as it is known: what the last model
+        call measured, plus an estimate of the messages stored since (a cancelled or failed turn's
+        prompt and partial answer, results of calls cut short)."""
+        unmeasured = self.transcript.messages[self.measured_messages:]
+        if not unmeasured:
+            return self.last_context_tokens
+        from acp_hermes.core.compression import estimate_tokens
+
+        return self.last_context_tokens + estimate_tokens(unmeasured)
+
     async def report_usage(self) -> None:
-        """Context used against the window, and the session's cost so far."""
+        """Context used against the window (the same figure after any turn, cancelled or not, and
+        after a reload), and the session's cost so far."""
         settings = self._runtime.settings
         cost = None
         if price_of(self.choices.model, settings) is not None:
@@ -406,7 +422,7 @@ class Session:
             cost = record.estimated_cost_usd if record is not None else 0.0
         await self._sink.emit(
             UsageReported(
-                used=self.last_context_tokens,
+                used=self.context_tokens(),
                 size=context_window(self.choices.model, settings),
                 cost_usd=cost,
             )

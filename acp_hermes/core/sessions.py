@@ -13,7 +13,7 @@ from acp_hermes.core.errors import SessionNotFoundError
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import Transcript, history_from_rows
+from acp_hermes.core.transcript import Transcript, announced_calls, history_from_rows, last_measured
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -67,7 +67,7 @@ class SessionManager:
         transcript = Transcript(current.id, self.runtime.db, history_from_rows(later[-1] if later else rows))
         left_open = transcript.last_calls_left_open()
         if left_open:  # the process that ran them was killed, or the editor quit mid-turn
-            transcript.close_interrupted(left_open)
+            transcript.close_interrupted(left_open, announced_calls(later[-1] if later else rows))
             if later:
                 later[-1] = self.runtime.db.messages(current.id)
             else:
@@ -93,7 +93,8 @@ class SessionManager:
             if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
             and row.display.get("status") == "completed"
         ]
-        session.last_context_tokens = _estimated_context(session.system_prompt, history_rows, carried=bool(later))
+        session.last_context_tokens, session.measured_messages = _restored_context(
+            session.system_prompt, history_rows, len(transcript.messages), carried=bool(later))
         session.rebuild_prompt = lambda: self.system_prompt(record.id, cwd, extra)
         self._live[record.id] = session
         return session, rows
@@ -194,6 +195,19 @@ class SessionManager:
             raise SessionNotFoundError(session_id)
         for segment in continuations:
             db.delete_session(segment)
+
+
+def _restored_context(system_prompt: str, rows: Sequence[MessageRecord], message_count: int, *,
+                      carried: bool) -> tuple[int, int]:
+    """The context a restored conversation holds, as ``Session`` keeps it: the figure the last model
+    call measured (stored with its message; the gauge then reads as it did after that turn) and how
+    many of the ``message_count`` messages it covers. A conversation stored before figures were kept
+    is estimated whole."""
+    measured = last_measured(rows)
+    if measured is None:
+        return _estimated_context(system_prompt, rows, carried=carried), message_count
+    tokens, index = measured
+    return tokens, message_count - len(history_from_rows(rows[index + 1:]))
 
 
 def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, carried: bool) -> int:

@@ -10,7 +10,7 @@ module's field names), so a reloaded session can show the conversation exactly a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -57,13 +57,35 @@ class ToolOutcome:
             "raw_input": self.raw_input,
             "status": "completed" if self.ok else "failed",
             "display": encode_display(shown),
-            "locations": [{"path": loc.path, "line": loc.line} for loc in self.locations],
+            "locations": _location_records(self.locations),
         }
         if self.raw_output is not None:
             record["raw_output"] = self.raw_output
         if self.plan is not None:
             record["plan"] = [{"content": e.content, "status": e.status, "priority": e.priority} for e in self.plan]
         return record
+
+
+@value
+class AnnouncedCall:
+    """How a tool call was shown when the model made it (kept with the assistant message): what a
+    call the process never finished is replayed with."""
+
+    title: str
+    kind: str
+    locations: tuple[Location, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        return {"title": self.title, "kind": self.kind, "locations": _location_records(self.locations)}
+
+
+def _location_records(locations: Sequence[Location]) -> list[dict[str, Any]]:
+    return [{"path": loc.path, "line": loc.line} for loc in locations]
+
+
+def _locations(records: Any) -> tuple[Location, ...]:
+    return tuple(Location(loc["path"], loc.get("line")) for loc in records or [] if isinstance(loc, dict)
+                 and isinstance(loc.get("path"), str))
 
 
 class Transcript:
@@ -115,7 +137,11 @@ class Transcript:
         reasoning: str,
         stop_reason: str,
         output_tokens: int | None,
+        context_tokens: int | None = None,
+        announced: Mapping[str, AnnouncedCall] | None = None,
     ) -> None:
+        """Store a model message; ``context_tokens`` is the context the request and its answer
+        measured (what a reloaded session's gauge shows), ``announced`` how its calls were shown."""
         tool_calls = [
             {"id": b["id"], "name": b["name"], "arguments": b.get("input", {})}
             for b in content
@@ -123,11 +149,16 @@ class Transcript:
         ]
         if content:
             self.messages.append({"role": "assistant", "content": content})
+        display: dict[str, Any] = {"message_id": message_id}
+        if context_tokens:
+            display["context_tokens"] = context_tokens
+        if announced:
+            display["calls"] = {call_id: call.record() for call_id, call in announced.items()}
         await self._append_row(
             "assistant",
             text,
             payload=content,
-            display={"message_id": message_id},
+            display=display,
             tool_calls=tool_calls or None,
             reasoning=reasoning or None,
             finish_reason=stop_reason,
@@ -142,23 +173,27 @@ class Transcript:
             return []
         return unanswered_calls(tail)
 
-    def close_interrupted(self, calls: Sequence[dict[str, Any]]) -> None:
+    def close_interrupted(self, calls: Sequence[dict[str, Any]],
+                          announced: Mapping[str, AnnouncedCall] | None = None) -> None:
         """Give tool calls a process left without results an "interrupted" result, stored now
-        (blocking: a restored session does it before anything else touches it)."""
-        outcomes = [
-            ToolOutcome(
-                call_id=str(call.get("id")),
-                name=str(call.get("name") or "tool"),
-                title=str(call.get("name") or "tool"),
-                kind="other",
+        (blocking: a restored session does it before anything else touches it). Each keeps the
+        title, kind and locations it was ``announced`` with (its tool's name when unknown)."""
+        shown = announced or {}
+        outcomes = []
+        for call in calls:
+            call_id, name = str(call.get("id")), str(call.get("name") or "tool")
+            seen = shown.get(call_id) or AnnouncedCall(name, "other")
+            outcomes.append(ToolOutcome(
+                call_id=call_id,
+                name=name,
+                title=seen.title,
+                kind=seen.kind,
                 raw_input=call.get("input"),
                 text=INTERRUPTED,
                 ok=False,
                 display=(TextDisplay(INTERRUPTED),),
-                locations=(),
-            )
-            for call in calls
-        ]
+                locations=seen.locations,
+            ))
         self._add_results(outcomes)
         for outcome in outcomes:
             self._db.append_message(
@@ -210,6 +245,31 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
         elif row.payload:  # without one, the row was only shown (a slash command and its reply)
             messages.append({"role": row.role, "content": list(row.payload)})
     return messages
+
+
+def announced_calls(rows: Sequence[MessageRecord]) -> dict[str, AnnouncedCall]:
+    """How the tool calls of the stored assistant messages were shown when the model made them."""
+    found: dict[str, AnnouncedCall] = {}
+    for row in rows:
+        calls = row.display.get("calls") if row.role == "assistant" and isinstance(row.display, dict) else None
+        if not isinstance(calls, dict):
+            continue
+        for call_id, record in calls.items():
+            if isinstance(record, dict) and isinstance(record.get("title"), str):
+                found[call_id] = AnnouncedCall(record["title"], str(record.get("kind") or "other"),
+                                               _locations(record.get("locations")))
+    return found
+
+
+def last_measured(rows: Sequence[MessageRecord]) -> tuple[int, int] | None:
+    """The context the last measured model call reported, and the index of its row."""
+    for index in range(len(rows) - 1, -1, -1):
+        row = rows[index]
+        if row.role == "assistant" and isinstance(row.display, dict):
+            tokens = row.display.get("context_tokens")
+            if isinstance(tokens, int) and tokens > 0:
+                return tokens, index
+    return None
 
 
 # --- stored rows as typed records ----------------------------------------------------------------
@@ -272,7 +332,7 @@ def _stored_tool_call(row: MessageRecord, display: dict[str, Any]) -> StoredTool
         raw_input=display.get("raw_input"),
         ok=display.get("status") == "completed",
         display=decode_display(display.get("display") or []),
-        locations=tuple(Location(loc["path"], loc.get("line")) for loc in display.get("locations") or []),
+        locations=_locations(display.get("locations")),
         raw_output=display.get("raw_output"),
         plan=None if plan is None else tuple(
             PlanEntry(e["content"], e.get("status", "pending"), e.get("priority", "medium")) for e in plan

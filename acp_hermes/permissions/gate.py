@@ -170,6 +170,8 @@ class PermissionGate:
                       display: tuple[Display, ...], *, show: bool = True) -> Verdict:
         where = Surroundings(self._home, self._hermes_home, ctx.roots)
         verdict = decide(request, self.mode, await self.grants(), where)
+        log.debug("permission for call %s (%s, mode %s): %s — %s", ctx.call_id, type(request).__name__,
+                  self.mode.value, verdict.outcome, "; ".join(verdict.reasons) or "no reason given")
         if verdict.outcome == "refuse":
             log.info("permission: refused (%s)", "; ".join(verdict.reasons))
             raise PermissionDenied(verdict.message)
@@ -179,6 +181,7 @@ class PermissionGate:
             if verdict.reasons:
                 log.info("permission: needs approval (%s)", "; ".join(verdict.reasons))
             choice = await self._ask(ctx, _question_title(title, request, verdict), kind, display, verdict.offer)
+            log.debug("permission for call %s: the user answered %s", ctx.call_id, choice)
             if choice in (ALLOW_ALWAYS, REJECT_ALWAYS) and verdict.offer is not None:
                 await self._remember(verdict.offer, allow=choice == ALLOW_ALWAYS)
             _require_allowed(choice)

@@ -5,6 +5,11 @@
 -- then pick it with :AvanteSwitchProvider acp-hermes (or keep `provider` below).
 require("avante").setup({
   provider = "acp-hermes",
+  behaviour = {
+    -- avante answers every ACP permission request itself by default (`true`): edits and commands
+    -- would run without asking you, whatever acp-hermes's mode. false shows acp-hermes's requests.
+    auto_approve_tool_permissions = false,
+  },
   acp_providers = {
     ["acp-hermes"] = {
       -- The console script the install created. With the published package you can use

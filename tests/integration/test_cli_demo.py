@@ -1,22 +1,144 @@
-"""Ctrl-C during `acp-hermes demo`: a quiet exit with status 130, and the session kept."""
+"""`acp-hermes demo`: offline it leaves nothing behind (the user's HERMES_HOME untouched); with a
+model it stores a titled session that loads; an endpoint it cannot use is named in one line with
+status 1; Ctrl-C is a quiet exit with status 130 on a fresh line, the session of a real run kept."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import pty
+import re
 import select
 import signal
 import subprocess
+import termios
 from pathlib import Path
 
+import pytest
+
+from acp_hermes.testing.demo_model import DEFAULT_PROMPT, respond, write_sample_project
+from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import SCRIPT, cli_env, run_cli
+from tests.integration.test_cli_setup import closed_port_url
+from tests.support.acp_harness import running_agent
+from tests.support.fake_anthropic import FakeAnthropic, error_reply, text_reply
 
 
-def test_ctrl_c_mid_turn_exits_quietly_and_keeps_the_session(tmp_path: Path) -> None:
-    home = tmp_path / "hermes-home"
-    demo = subprocess.Popen([SCRIPT, "demo", "--yes"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=cli_env(home), cwd=str(tmp_path),
+def demo_env(home: Path, tmp: Path, **extra: str) -> dict[str, str]:
+    """The demo's environment: ``home`` as HERMES_HOME, ``tmp`` as the temp folder, and ``extra``."""
+    tmp.mkdir(exist_ok=True)
+    return {**cli_env(home), "TMPDIR": str(tmp), **extra}
+
+
+def run_demo(*args: str, env: dict[str, str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([SCRIPT, "demo", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          env=env, cwd=str(cwd), timeout=timeout)
+
+
+def tree(root: Path) -> dict[str, tuple[int, int, int, str]]:
+    """Every entry under ``root``: (mode, size, mtime in ns, sha-256 of a file's bytes)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+        found[str(path.relative_to(root))] = (info.st_mode, info.st_size, info.st_mtime_ns, digest)
+    return found
+
+
+def listed_sessions(home: Path) -> list[dict[str, object]]:
+    listing = run_cli("sessions", "list", "--json", home=home)
+    assert listing.returncode == 0, listing.stderr
+    return list(json.loads(listing.stdout))
+
+
+def test_the_offline_demo_leaves_nothing_behind_and_the_users_hermes_home_untouched(tmp_path: Path) -> None:
+    home = tmp_path / "real-hermes-home"
+    with SessionDB(home / "acp-hermes" / "state.db") as db:  # the user's own history
+        db.create_session("mine", cwd=str(tmp_path), model="m", mode="default", model_config={}, system_prompt="")
+        db.append_message("mine", "user", "my own conversation")
+    (home / "memories").mkdir()
+    (home / "memories" / "MEMORY.md").write_text("The user's own memory", encoding="utf-8")
+    (home / "acp-hermes" / "config.yaml").write_text("log_level: INFO\n", encoding="utf-8")  # no key: offline
+    sessions_before = listed_sessions(home)
+    before = tree(home)
+    temp = tmp_path / "tmp"
+
+    plain = run_demo(env=demo_env(home, temp), cwd=tmp_path)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "OFFLINE" in plain.stdout and "all tests passed" in plain.stdout
+    keyed = run_demo("--offline", "--yes", env=demo_env(home, temp, ANTHROPIC_API_KEY="sk-ant-real-0123456789abcdef"),
+                     cwd=tmp_path)  # --offline with a key set: offline all the same
+    assert keyed.returncode == 0, keyed.stdout + keyed.stderr
+
+    assert tree(home) == before  # not a file of the user's HERMES_HOME written, made or touched
+    assert listed_sessions(home) == sessions_before == [sessions_before[0]]
+    workspaces = re.findall(r"^workspace: (.+)$", plain.stdout + keyed.stdout, re.MULTILINE)
+    assert len(workspaces) == 2 and not any(Path(w).exists() for w in workspaces)
+    assert list(temp.iterdir()) == []  # the sample project, its HERMES_HOME and all the rest are gone
+
+
+@pytest.mark.anyio
+async def test_the_demo_with_a_model_stores_a_titled_session_that_loads(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home, project = tmp_path / "hermes-home", tmp_path / "project"
+    project.mkdir()
+    fake_anthropic.script(text_reply("A one-file project."), text_reply("Still one file."))
+    fake_anthropic.script_auxiliary(text_reply("Overview of the project"))
+    demo = run_demo("--cwd", str(project), env=demo_env(home, tmp_path / "tmp", **fake_anthropic.env()),
+                    cwd=tmp_path)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "OFFLINE" not in demo.stdout and "A one-file project." in demo.stdout
+
+    [stored] = listed_sessions(home)  # in the user's SessionDB, named, in the real folder
+    assert stored["title"] == "Overview of the project" and stored["cwd"] == str(project)
+
+    async with running_agent(tmp_path, fake_anthropic, home=home, workspace=project) as agent:
+        await agent.conn.load_session(cwd=str(project), session_id=str(stored["id"]), mcp_servers=[])
+        assert "A one-file project." in agent.agent_text(str(stored["id"]))  # the replay
+        assert await agent.prompt(str(stored["id"]), "and now?") == "end_turn"
+
+
+def test_a_model_the_demo_cannot_use_is_named_in_one_line_with_status_1(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home, project = tmp_path / "hermes-home", tmp_path / "project"
+    project.mkdir()
+    nowhere = closed_port_url()
+    closed = run_demo("--cwd", str(project), cwd=tmp_path, env=demo_env(
+        home, tmp_path / "tmp", ANTHROPIC_API_KEY="sk-ant-demo-0123456789abcdef", ANTHROPIC_BASE_URL=nowhere))
+    assert closed.returncode == 1, closed.stdout + closed.stderr
+    assert closed.stderr.strip() == f"acp-hermes demo: Could not reach the model at {nowhere}: connection refused."
+
+    wrong_key = run_demo("--cwd", str(project), cwd=tmp_path, env=demo_env(
+        home, tmp_path / "tmp", **fake_anthropic.env(ANTHROPIC_API_KEY="sk-ant-wrong-0123456789abcdef")))
+    assert wrong_key.returncode == 1, wrong_key.stdout + wrong_key.stderr
+    assert wrong_key.stderr.strip() == (
+        f"acp-hermes demo: {fake_anthropic.base_url} rejected the API key (401 Unauthorized).")
+    for run in (closed, wrong_key):
+        assert "turn ended" not in run.stdout and "WARNING" not in run.stderr
+    assert not (home / "acp-hermes" / "state.db").exists()  # no session was started
+
+    # The endpoint answers, the model does not (a model name it does not serve): the turn says so.
+    fake_anthropic.script(error_reply(404, message="model: claude-nope", error_type="not_found_error"))
+    failed = run_demo("--cwd", str(project), cwd=tmp_path, env=demo_env(
+        home, tmp_path / "tmp", **fake_anthropic.env(HERMES_MODEL="claude-nope")))
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert ("acp-hermes demo: the model could not answer: The model API returned 404: model: claude-nope"
+            in failed.stderr)
+
+
+def test_ctrl_c_mid_turn_exits_quietly_and_keeps_the_session(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home, project = tmp_path / "hermes-home", tmp_path / "project"
+    project.mkdir()
+    write_sample_project(project)
+    fake_anthropic.script(*[respond] * 10)  # the offline demo's story, from a model with a key
+    fake_anthropic.script_auxiliary(respond)
+    demo = subprocess.Popen([SCRIPT, "demo", "--yes", "--cwd", str(project), DEFAULT_PROMPT],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=demo_env(home, tmp_path / "tmp", **fake_anthropic.env()), cwd=str(tmp_path),
                             start_new_session=True)  # its own process group, as a terminal's foreground job
     try:
         assert demo.stdout is not None
@@ -37,9 +159,9 @@ def test_ctrl_c_mid_turn_exits_quietly_and_keeps_the_session(tmp_path: Path) -> 
     assert "Traceback" not in output and "KeyboardInterrupt" not in output
     assert "turn ended" not in output  # it really was interrupted mid-turn
 
-    listed = json.loads(run_cli("sessions", "list", "--json", home=home).stdout)
-    assert len(listed) == 1 and listed[0]["cwd"].endswith("/project")
-    shown = run_cli("sessions", "show", listed[0]["id"], home=home).stdout
+    listed = listed_sessions(home)
+    assert len(listed) == 1 and listed[0]["cwd"] == str(project)
+    shown = run_cli("sessions", "show", str(listed[0]["id"]), home=home).stdout
     assert "Find the bug in calc.py" in shown  # the prompt was stored before the interrupt
 
 
@@ -68,20 +190,29 @@ def drain(fd: int) -> bytes:
     return rest
 
 
-def test_ctrl_c_at_a_permission_prompt_does_not_wait_for_enter(tmp_path: Path) -> None:
+def take_the_terminal() -> None:
+    """In the child: make its stdin, a pty, the controlling terminal of its new session, whose
+    process group is then the terminal's foreground job (the one Ctrl-C interrupts)."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_ctrl_c_at_a_permission_prompt_does_not_wait_for_enter_and_leaves_a_fresh_line(tmp_path: Path) -> None:
     home = tmp_path / "hermes-home"
     terminal, demo_side = pty.openpty()  # a real terminal: the demo asks before it edits
     demo = subprocess.Popen([SCRIPT, "demo"], stdin=demo_side, stdout=demo_side, stderr=demo_side,
-                            env=cli_env(home), cwd=str(tmp_path), start_new_session=True)
+                            env=demo_env(home, tmp_path / "tmp"), cwd=str(tmp_path), start_new_session=True,
+                            preexec_fn=take_the_terminal)
     os.close(demo_side)
     try:
         read_until(terminal, b"choose [1]: ")
-        os.killpg(demo.pid, signal.SIGINT)
+        os.write(terminal, b"\x03")  # Ctrl-C typed: the terminal echoes ^C and interrupts the job
         assert demo.wait(timeout=30) == 130  # nobody pressed Enter
-        assert b"Traceback" not in drain(terminal)
+        shown = read_until(terminal, b"^C") + drain(terminal)
     finally:
         if demo.poll() is None:
             demo.kill()
             demo.wait()
         os.close(terminal)
-    assert len(json.loads(run_cli("sessions", "list", "--json", home=home).stdout)) == 1
+    assert b"Traceback" not in shown
+    assert shown.endswith(b"^C\r\n")  # what the shell prints next starts on a line of its own
+    assert not home.exists() and list((tmp_path / "tmp").iterdir()) == []  # offline: nothing of it stays

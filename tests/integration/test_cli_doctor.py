@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import SCRIPT, cli_env
@@ -97,3 +100,120 @@ def test_doctor_checks_search_index_memory_skills_and_editor_configs(tmp_path: P
     again = doctor(home, user_home).stdout
     assert "search index, word search: working, in step with the messages" in again
     assert "search index of the session database" not in again
+
+
+PAGE = 4096
+
+
+def _damaged_database(path: Path, *, sessions_too: bool) -> dict[str, int]:
+    """A real state.db of 12 messages in two sessions (three to a page), with the page holding messages
+    6-8 zeroed, and the sessions table's page too if asked; returns how many messages each session had."""
+    written = {"alpha": 0, "beta": 0}
+    with SessionDB(path) as db:
+        for session_id in written:
+            db.create_session(session_id, cwd="/w", model="m", mode="default", model_config={}, system_prompt="")
+        for n in range(12):
+            session_id = "alpha" if n < 7 else "beta"
+            calls = [{"id": f"toolu_{n}", "name": "terminal", "arguments": {"command": "make"}}] if n % 3 == 1 else None
+            filler = " ".join(f"word{n}x{i}" for i in range(110))
+            db.append_message(session_id, "assistant" if n % 2 else "user", f"MARKER-{n:02d}: {filler}",
+                              tool_calls=calls)
+            written[session_id] += 1
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == PAGE
+        sessions_page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sessions'").fetchone()[0]
+    data = path.read_bytes()
+    pages = {data.index(f"MARKER-{n:02d}:".encode()) // PAGE for n in (6, 7, 8)}
+    assert len(pages) == 1 and data[pages.pop() * PAGE] == 0x0D  # one table leaf page holds the three
+    with path.open("r+b") as raw:
+        for page in (data.index(b"MARKER-07:") // PAGE, *([sessions_page - 1] if sessions_too else [])):
+            raw.seek(page * PAGE)
+            raw.write(bytes(PAGE))
+    return written
+
+
+@pytest.mark.parametrize("sessions_too", [False, True], ids=["messages page", "messages and sessions pages"])
+def test_repair_reports_the_rows_it_really_recovered_and_lost(tmp_path: Path, sessions_too: bool) -> None:
+    home, user_home = tmp_path / "hermes-home", tmp_path / "user"
+    database = home / "acp-hermes" / "state.db"
+    database.parent.mkdir(parents=True)
+    written = _damaged_database(database, sessions_too=sessions_too)
+
+    repaired = doctor(home, user_home, "--repair").stdout
+    with sqlite3.connect(database) as conn:
+        counts = dict(conn.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
+        stored = dict(conn.execute("SELECT id, message_count FROM sessions").fetchall())
+        markers = sorted(int(row[0][7:9]) for row in conn.execute("SELECT content FROM messages"))
+        calls = dict(conn.execute("SELECT id, tool_call_count FROM sessions").fetchall())
+    recovered = sum(counts.values())
+    assert markers == [0, 1, 2, 3, 4, 5, 9, 10, 11]  # the zeroed page held 6, 7 and 8: nothing else is gone
+    assert f"recovered 2 session(s) and {recovered} message(s)" in repaired
+    assert f"unreadable): {12 - recovered} message(s), 0 session(s)" in repaired
+    assert ("2 of those sessions lost their own record" in repaired) is sessions_too
+    assert "500" not in repaired.split("Environment")[1].split("ripgrep")[0]
+    assert stored == counts == {"alpha": 6, "beta": 3} != written  # counted from what is there
+    assert calls == {"alpha": 2, "beta": 1}  # messages 1 and 4 | 10 called a tool (7 is lost)
+
+    listed = {row["id"]: row["messages"] for row in json.loads(
+        subprocess.run([SCRIPT, "sessions", "list", "--json"], capture_output=True, text=True,
+                       env=cli_env(home), timeout=120).stdout)}
+    assert listed == counts
+
+
+ZED_WRONG = """{
+  "agent_servers": {
+    "acp-hermes": {"command": "%s", "env": {"ANTHROPIC_API_KEY": "ANTHROPIC_API_KEY"},
+                   "default_mode": "acceptEdits", "default_config_options": {"mode": "yolo"}},
+    "hermes dollar": {"command": "%s", "env": {"ANTHROPIC_API_KEY": "$ANTHROPIC_API_KEY"}},
+    "hermes fine": {"command": "%s", "env": {"ANTHROPIC_API_KEY": "sk-ant-api03-abc"}, "default_mode": "plan"}
+  }
+}
+"""
+
+AVANTE_DEFAULT = """-- my avante spec
+return {
+  "yetone/avante.nvim",
+  opts = {
+    provider = "acp-hermes",
+    -- behaviour = { auto_approve_tool_permissions = false },  (commented out: not in force)
+    acp_providers = {
+      ["acp-hermes"] = { command = "%s", args = {} },
+    },
+  },
+}
+"""
+
+
+def test_doctor_flags_editor_settings_that_start_acp_hermes_wrong(tmp_path: Path) -> None:
+    home, user_home = tmp_path / "hermes-home", tmp_path / "user"
+    write_config(home, "api_key: sk-ant-doctor-0123456789abcdef\n")
+    installed = tmp_path / "bin" / "acp-hermes"
+    installed.parent.mkdir()
+    installed.write_text("#!/bin/sh\n")
+    installed.chmod(0o755)
+    (user_home / ".config" / "zed").mkdir(parents=True)
+    (user_home / ".config" / "zed" / "settings.json").write_text(ZED_WRONG % (installed, installed, installed))
+    plugins = user_home / ".config" / "nvim" / "lua" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "avante.lua").write_text(AVANTE_DEFAULT % installed)
+
+    report = doctor(home, user_home).stdout
+    problems = report.split("\nProblems\n")[1]
+    assert "agent “acp-hermes”: env ANTHROPIC_API_KEY is 'ANTHROPIC_API_KEY', a variable's name, not a key" in problems
+    assert "agent “hermes dollar”: env ANTHROPIC_API_KEY is '$ANTHROPIC_API_KEY', a variable's name" in problems
+    assert "default_mode is 'acceptEdits', which is not an acp-hermes mode: use one of default, accept-edits" \
+        in problems
+    assert "default_config_options.mode is 'yolo'" in problems
+    assert "hermes fine" not in problems and "sk-ant-api03-abc" not in report
+    avante = f"Neovim (avante.nvim) ({plugins / 'avante.lua'})"
+    assert f"{avante}: agent “acp-hermes” runs {installed}: found" in report
+    assert f"{avante}, agent “acp-hermes”: avante.nvim approves every permission request itself" in problems
+    assert "auto_approve_tool_permissions is not set (avante's default: true)" in problems
+
+    (plugins / "avante.lua").write_text((AVANTE_DEFAULT % installed).replace(
+        "provider = ", "behaviour = { auto_approve_tool_permissions = false },\n    provider = "))
+    (user_home / ".config" / "zed" / "settings.json").write_text("{}")
+    fixed = doctor(home, user_home).stdout
+    assert f"{avante}: agent “acp-hermes” runs {installed}: found" in fixed
+    assert "avante.nvim approves" not in fixed and "variable's name" not in fixed

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import run_cli
 from tests.support.acp_harness import running_agent
-from tests.support.fake_anthropic import FakeAnthropic, text_reply
+from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +47,126 @@ async def test_list_show_search_export_and_delete(tmp_path: Path, fake_anthropic
     assert [s["id"] for s in json.loads(run_cli("sessions", "list", "--json", home=home).stdout)] == [second]
     missing = run_cli("sessions", "show", first, home=home)
     assert missing.returncode == 1 and "no session" in missing.stderr
+
+
+async def test_jsonl_export_keeps_tool_call_arguments_and_results_as_stored(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "notes.txt").write_text("the lexer is zephyrine\n")
+    fake_anthropic.script(tool_reply("read_file", {"path": "notes.txt"}, id="toolu_read"), text_reply("Read it."))
+    fake_anthropic.script_auxiliary(text_reply("Notes"))
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "read the notes") == "end_turn"
+
+    rows = [json.loads(line) for line in run_cli("sessions", "export", sid, "--format", "jsonl", home=home)
+            .stdout.splitlines()]
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant"]
+    assert rows[1]["tool_calls"] == [{"id": "toolu_read", "name": "read_file", "arguments": {"path": "notes.txt"}}]
+    result = rows[2]["tool_result"]
+    assert rows[2]["tool_call_id"] == "toolu_read" and result["tool_use_id"] == "toolu_read"
+    assert "the lexer is zephyrine" in json.dumps(result) and not result.get("is_error")
+    assert rows[0]["tool_calls"] is None and rows[0]["tool_result"] is None
+
+
+def test_export_refuses_a_folder_that_does_not_exist(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        db.create_session("s-export", cwd="/w", model="m", mode="default", model_config={}, system_prompt="")
+        db.append_message("s-export", "user", "hello")
+    missing = tmp_path / "missing" / "dir"
+    refused = run_cli("sessions", "export", "s-export", "--output", str(missing / "x.md"), home=home)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert f"the folder {missing} does not exist" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    assert not (tmp_path / "missing").exists()
+    written = run_cli("sessions", "export", "s-export", "--output", str(tmp_path / "x.md"), home=home)
+    assert written.returncode == 0 and (tmp_path / "x.md").read_text().startswith("# Conversation")
+
+
+def test_sessions_are_named_by_a_unique_prefix_of_their_id(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        for session_id, title in (("ab12-first", "Lexer"), ("ab34-second", "Parser"), ("cd56-third", "Docs")):
+            db.create_session(session_id, cwd="/w", model="m", mode="default", model_config={}, system_prompt="")
+            db.update_session(session_id, title=title)
+            db.append_message(session_id, "user", f"about the {title.lower()}")
+
+    shown = run_cli("sessions", "show", "cd", home=home)
+    assert shown.returncode == 0 and shown.stdout.startswith("# Docs") and "about the docs" in shown.stdout
+    exported = run_cli("sessions", "export", "ab3", "--format", "jsonl", home=home)
+    assert exported.returncode == 0 and json.loads(exported.stdout.splitlines()[0])["session"] == "ab34-second"
+
+    ambiguous = run_cli("sessions", "show", "ab", home=home)
+    assert ambiguous.returncode == 1 and ambiguous.stdout == ""
+    assert "'ab' is the start of 2 session ids" in ambiguous.stderr
+    assert "ab12-first" in ambiguous.stderr and "Lexer" in ambiguous.stderr and "ab34-second" in ambiguous.stderr
+    assert "cd56-third" not in ambiguous.stderr
+    unknown = run_cli("sessions", "export", "zz", home=home)
+    assert unknown.returncode == 1 and "no session 'zz'" in unknown.stderr
+
+    assert run_cli("sessions", "delete", "ab", "--yes", home=home).returncode == 1  # ambiguous: nothing deleted
+    deleted = run_cli("sessions", "delete", "ab1", "--yes", home=home)
+    assert deleted.returncode == 0 and "Deleted ab12-first." in deleted.stdout
+    left = [s["id"] for s in json.loads(run_cli("sessions", "list", "--json", home=home).stdout)]
+    assert sorted(left) == ["ab34-second", "cd56-third"]
+
+
+def _past_session_with_a_command(home: Path) -> None:
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        db.create_session("s-search", cwd="/w", model="m", mode="default", model_config={}, system_prompt="")
+        db.update_session("s-search", title="Lexer hunt")
+        db.append_message("s-search", "user", "where is the zephyrine lexer used?")
+        db.append_message("s-search", "assistant", "Searching.", tool_calls=[
+            {"id": "toolu_rg", "name": "terminal", "arguments": {"command": "rg -n zephyrine src/", "timeout": 30}}])
+
+
+def test_search_shows_matches_and_tool_calls_for_people(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    _past_session_with_a_command(home)
+
+    found = run_cli("sessions", "search", "zephyrine", home=home)  # not a terminal: «guillemets»
+    assert found.returncode == 0
+    assert "    where is the «zephyrine» lexer used?" in found.stdout
+    assert "    Searching. · ran terminal: rg -n «zephyrine» src/" in found.stdout
+    assert ">>>" not in found.stdout and "<<<" not in found.stdout and "toolu_rg" not in found.stdout
+    assert "\x1b[" not in found.stdout
+
+    excerpts = json.loads(run_cli("sessions", "search", "zephyrine", "--json", home=home).stdout)[0]["excerpts"]
+    text, ((start, end),) = excerpts[0]["text"], excerpts[0]["marks"]
+    assert text[start:end] == "zephyrine"
+
+
+def test_search_on_a_terminal_shows_matches_in_bold(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from tests.integration.test_cli import SCRIPT, cli_env
+
+    home = tmp_path / "hermes-home"
+    _past_session_with_a_command(home)
+    env = {key: value for key, value in cli_env(home).items() if key != "NO_COLOR"}
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.run([SCRIPT, "sessions", "search", "zephyrine"], stdout=follower,
+                                 stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, timeout=120)
+        os.close(follower)
+        follower = -1
+        output = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # Linux: EIO once the other side is closed and drained
+                break
+            if not chunk:
+                break
+            output += chunk
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+    shown = output.decode()
+    assert process.returncode == 0, process.stderr
+    assert "ran terminal: rg -n \x1b[1mzephyrine\x1b[0m src/" in shown and "«" not in shown

@@ -132,6 +132,22 @@ def test_the_wheel_holds_the_packages_typing_markers_and_entry_point(wheel: Path
     assert f"Name: acp-hermes\nVersion: {VERSION}\n" in metadata
 
 
+def test_the_pypi_page_names_every_editor_and_its_links_work_off_the_repository(wheel: Path) -> None:
+    from email.parser import HeaderParser
+
+    from tests.unit.test_docs import relative_links
+
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = HeaderParser().parsestr(archive.read(f"acp_hermes-{VERSION}.dist-info/METADATA").decode())
+    summary, page = metadata["Summary"], metadata.get_payload()
+    assert all(editor in summary for editor in ("Zed", "JetBrains", "Neovim", "Emacs", "Toad", "VS Code"))
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    assert page.lstrip().startswith("# acp-hermes") and "uvx acp-hermes" in page
+    assert relative_links(page) == []  # a repository-relative link leads nowhere on PyPI
+    assert "](https://agentclientprotocol.com)" in page  # (the check sees links: there is one)
+    assert "Project-URL" not in metadata  # none invented: there is no public repository yet
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("runner", [uvx, pipx], ids=["uvx", "pipx-run"])
 async def test_the_wheel_runs_offline_and_answers_initialize(runner: Runner, wheel: Path, tmp_path: Path,

@@ -78,6 +78,7 @@ async def test_export_writes_the_conversation_as_markdown_after_asking(
         sid = await agent.new_session()
         assert await agent.prompt(sid, "how does the parser work?") == "end_turn"
         await agent.wait_for_update(sid, "session_info_update")
+        (agent.workspace / "notes").mkdir()  # /export writes into an existing folder, never makes one
         said = await reply(agent, sid, "/export notes/parser.md")
         card = next(u for u in agent.updates(sid, "tool_call") if u["title"].startswith("Export"))
         target = agent.workspace / "notes" / "parser.md"

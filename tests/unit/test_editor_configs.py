@@ -102,6 +102,16 @@ def test_avante_passes_only_set_variables_and_a_real_auth_method() -> None:
     assert re.search(rf'^\s*command = "[^"]*{re.escape(COMMAND)}",$', code, re.M)
 
 
+def test_avante_shows_the_permission_requests_instead_of_approving_them_itself() -> None:
+    """avante's default ``auto_approve_tool_permissions = true`` answers every request without asking."""
+    code = (CONFIGS / "neovim" / "avante.lua").read_text()
+    behaviour = re.search(r"^  behaviour = \{\n(.*?)^  \},", code, re.M | re.S)
+    assert behaviour, "no top-level behaviour table"
+    settings = [line.strip() for line in behaviour.group(1).splitlines() if not line.strip().startswith("--")]
+    assert settings == ["auto_approve_tool_permissions = false,"]
+    assert "--" in behaviour.group(1)  # with a comment saying why
+
+
 CODE_FILES = ["neovim/codecompanion.lua", "neovim/avante.lua", "emacs/acp-hermes.el"]
 
 

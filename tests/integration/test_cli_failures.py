@@ -1,0 +1,205 @@
+"""Every command against a broken HERMES_HOME: never a traceback, never a crash status, and one line
+that says what is wrong (and, for a damaged database, what to run).
+
+Each subcommand `acp-hermes --help` lists runs as a real subprocess, with harmless arguments, against
+a damaged state.db, a HERMES_HOME that is a regular file, and a config.yaml that is invalid YAML or
+cannot be read. A command that does not use what is broken (``skills list`` and the database) only
+has to keep quiet about it; one that uses it has to name it. The server, started with its stdin a
+plain file of requests, answers them and exits 0 at the end of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_cli import SCRIPT, cli_env
+from tests.support.fake_anthropic import FakeAnthropic
+
+DB, HOME, CONFIG = "database", "home", "config"
+
+
+def damaged_db(home: Path) -> None:
+    """A real state.db, written over with garbage."""
+    from acp_hermes_memory.session_db import SessionDB
+
+    path = home / "acp-hermes" / "state.db"
+    SessionDB(path).close()
+    size = path.stat().st_size
+    path.write_bytes(os.urandom(size))
+
+
+def home_is_a_file(home: Path) -> None:
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.write_text("not a directory\n")
+
+
+def invalid_yaml(home: Path) -> None:
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("model: [claude\nthinking: {\n")
+
+
+def unreadable_config(home: Path) -> None:
+    (home / "acp-hermes" / "config.yaml").mkdir(parents=True)  # no one reads a directory as a file, root included
+
+
+def config_permission_denied(home: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("as root, chmod 000 does not stop reads: the directory case covers an unreadable config")
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("log_level: INFO\n")
+    config.chmod(0)
+
+
+# Each broken state: how to make it, what it breaks, and what the one line must contain.
+STATES: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = {
+    "damaged-db": (damaged_db, DB, ("is damaged", "acp-hermes doctor --repair")),
+    "home-is-a-file": (home_is_a_file, HOME, ("is a file, not a directory",)),
+    "invalid-yaml": (invalid_yaml, CONFIG, ("config.yaml", "not valid YAML")),
+    "unreadable-config": (unreadable_config, CONFIG, ("config.yaml", "cannot be read")),
+    "config-permission-denied": (config_permission_denied, CONFIG, ("config.yaml", "cannot be read")),
+}
+
+# Each command: its arguments, whether it runs with the fake model's key, and what it uses.
+COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
+    "serve": (("serve",), True, {DB, HOME, CONFIG}),
+    "setup": (("setup", "--no-check"), False, {HOME, CONFIG}),
+    "doctor": (("doctor",), False, {DB, HOME, CONFIG}),
+    "demo-offline": (("demo", "--offline", "--yes", "hello"), False, {HOME, CONFIG}),  # a throwaway state.db
+    "demo": (("demo", "--yes", "hello"), True, {DB, HOME, CONFIG}),
+    "sessions-list": (("sessions", "list"), False, {DB, HOME}),
+    "sessions-show": (("sessions", "show", "s1"), False, {DB, HOME}),
+    "sessions-search": (("sessions", "search", "lexer"), False, {DB, HOME}),
+    "sessions-export": (("sessions", "export", "s1", "--format", "jsonl"), False, {DB, HOME}),
+    "sessions-delete": (("sessions", "delete", "s1", "--yes"), False, {DB, HOME}),
+    "memory-show": (("memory", "show"), False, {HOME, CONFIG}),
+    "memory-edit": (("memory", "edit", "memory"), False, {HOME, CONFIG}),
+    "skills-list": (("skills", "list"), False, {HOME, CONFIG}),
+    "skills-show": (("skills", "show", "lint"), False, {HOME, CONFIG}),
+}
+
+REQUESTS = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+    {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+]
+
+
+def test_every_subcommand_is_covered() -> None:
+    from acp_hermes.app.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[union-attr]
+    assert commands is not None
+    covered = {args[0] for args, _, _ in COMMANDS.values()}
+    assert covered == set(commands)
+    for name in ("sessions", "memory", "skills"):
+        actions = next(a for a in commands[name]._actions if a.dest == "action").choices  # type: ignore[union-attr]
+        assert {args[1] for args, _, _ in COMMANDS.values() if args[0] == name} == set(actions or ())
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("state", list(STATES))
+def test_a_broken_home_is_one_line_never_a_traceback(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, state: str, command: str
+) -> None:
+    make, breaks, says = STATES[state]
+    args, with_key, uses = COMMANDS[command]
+    home = tmp_path / "hermes-home"
+    make(home)
+    env = {**cli_env(home), "EDITOR": "true", "VISUAL": "true"}
+    if with_key:
+        env.update(fake_anthropic.env())
+    requests = tmp_path / "requests.ndjson"
+    requests.write_text("".join(json.dumps(message) + "\n" for message in REQUESTS))
+    with requests.open("rb") as stdin:  # the server reads a plain file; the commands find no terminal
+        result = subprocess.run(
+            [SCRIPT, *args], stdin=stdin if command == "serve" else subprocess.DEVNULL, capture_output=True,
+            text=True, env=env, cwd=str(tmp_path), timeout=120,
+        )
+    output = result.stdout + result.stderr
+    assert result.returncode in (0, 1), output
+    assert "Traceback" not in output, output
+    if breaks in uses:
+        assert any(all(part in line for part in says) for line in output.splitlines()), output
+    if command == "serve":
+        answers = {message["id"]: message for message in map(json.loads, result.stdout.splitlines())}
+        assert result.returncode == 0 and set(answers) == {1, 2}, output
+        assert "result" in answers[1] and "error" in answers[2]  # session/new names the problem
+
+
+def test_serve_reads_a_plain_file_of_requests_and_exits_at_its_end(tmp_path: Path) -> None:
+    """``acp-hermes < requests.ndjson``: every request answered on stdout, status 0 at the end of the file."""
+    requests = tmp_path / "requests.ndjson"
+    lines = [REQUESTS[0], {"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}}]
+    requests.write_text("".join(json.dumps(message) + "\n" for message in lines))
+    with requests.open("rb") as stdin:
+        result = subprocess.run([SCRIPT], stdin=stdin, capture_output=True, text=True,
+                                env=cli_env(tmp_path / "home"), timeout=60)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2] and all("result" in a for a in answers)
+
+
+def test_serve_with_stdin_that_cannot_be_polled_exits_cleanly(tmp_path: Path) -> None:
+    """``acp-hermes < /dev/null``: epoll refuses /dev/null (EPERM); the server reads it another way, finds
+    the end of input, and exits 0 without a traceback, instead of waiting for ever."""
+    with open(os.devnull, "rb") as stdin:
+        result = subprocess.run([SCRIPT], stdin=stdin, capture_output=True, text=True,
+                                env=cli_env(tmp_path / "home"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr, result.stderr
+
+
+def test_serve_with_stdin_closed_exits_cleanly(tmp_path: Path) -> None:
+    """Started with fd 0 closed (``acp-hermes <&-``): no request can come; exit 0, no traceback."""
+    result = subprocess.run(["/bin/sh", "-c", f"exec '{SCRIPT}' <&-"], capture_output=True, text=True,
+                            env=cli_env(tmp_path / "home"), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+def test_sessions_on_a_damaged_database_say_so_in_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    damaged_db(home)
+    for action in (("list",), ("show", "s1"), ("search", "lexer"), ("export", "s1")):
+        result = subprocess.run([SCRIPT, "sessions", *action], stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, env=cli_env(home), timeout=60)
+        assert result.returncode == 1 and result.stdout == ""
+        assert result.stderr.count("\n") == 1, result.stderr
+        path = home / "acp-hermes" / "state.db"
+        assert result.stderr.startswith(f"acp-hermes's session database {path} is damaged (")
+        assert "Run `acp-hermes doctor --repair` in a terminal" in result.stderr
+
+
+def test_doctor_diagnoses_a_home_that_is_a_file(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    home_is_a_file(home)
+    result = subprocess.run([SCRIPT, "doctor"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            env=cli_env(home), cwd=str(tmp_path), timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    problems = result.stdout.split("\nProblems\n", 1)[1]
+    assert f"  - HERMES_HOME {home} is a file, not a directory" in problems
+
+
+def test_the_known_failures_have_their_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The top-level handler's table: each known failure type is one line, and a bug is not hidden."""
+    from acp_hermes.app.cli import failure_line
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "home"))
+    from acp_hermes_memory.session_db import SessionDBCorrupt
+
+    corrupt = failure_line(SessionDBCorrupt(Path("/h/state.db"), "file is not a database"))
+    assert corrupt is not None and corrupt.startswith("acp-hermes's session database /h/state.db is damaged")
+    assert failure_line(sqlite3.DatabaseError("database disk image is malformed")) is not None
+    denied = failure_line(PermissionError(13, "Permission denied", "/h/x"))
+    assert denied == "acp-hermes: Permission denied: /h/x"
+    assert failure_line(ValueError("a bug")) is None
+    assert all("\n" not in line for line in (corrupt, denied))
