@@ -177,6 +177,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except NotADirectoryError as exc:  # HERMES_HOME (or its acp-hermes/) is a file
+        blocker = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), path.parent)
+        raise ConfigError(f"{blocker} is a file, not a directory: acp-hermes keeps its configuration and sessions "
+                          "beneath it (set HERMES_HOME to a directory, or move the file away)") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     import yaml

@@ -133,6 +133,8 @@ def test_a_broken_home_is_one_line_never_a_traceback(
         answers = {message["id"]: message for message in map(json.loads, result.stdout.splitlines())}
         assert result.returncode == 0 and set(answers) == {1, 2}, output
         assert "result" in answers[1] and "error" in answers[2]  # session/new names the problem
+        if state == "home-is-a-file":
+            assert "is a file, not a directory" in json.dumps(answers[2]["error"]), answers[2]
 
 
 def test_serve_reads_a_plain_file_of_requests_and_exits_at_its_end(tmp_path: Path) -> None:
