@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -94,6 +95,47 @@ class Price(BaseModel):
     cache_write_1h: float | None = Field(default=None, ge=0)
 
 
+# The toolsets a delegated child session may be given, by the names ``delegation.toolsets`` and a
+# ``delegate_task`` call use, and the tools each one holds. The one list of them: the core builds a
+# child's tools from it and the config is checked against it. What a child never gets (clarify,
+# memory, skill_manage, delegate_task past the depth limit) is the core's rule, not a toolset.
+TOOLSETS: dict[str, tuple[str, ...]] = {
+    "file": ("read_file", "write_file", "patch"),
+    "search": ("search_files",),
+    "terminal": ("terminal", "process"),
+    "todo": ("todo",),
+    "skills": ("skills_list", "skill_view"),
+    "session_search": ("session_search",),
+}
+DEFAULT_CHILD_TOOLSETS = ("file", "terminal", "search", "todo", "skills")
+
+
+class DelegationSettings(BaseModel):
+    """Subagents (``delegate_task``): the config file's ``delegation:`` mapping."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True  # offer delegate_task at all
+    max_concurrent: int = Field(default=3, ge=1, le=16)  # children of one batch running at once; more wait
+    max_depth: int = Field(default=2, ge=1, le=5)  # sessions at depth < max_depth (top level: 0) may delegate
+    max_iterations: int = Field(default=50, ge=1)  # model calls per child turn (a task may ask for fewer)
+    toolsets: list[str] = Field(default_factory=lambda: list(DEFAULT_CHILD_TOOLSETS))  # a child's by default
+    result_max_chars: int = Field(default=8_000, ge=500)  # how much of a child's answer its parent reads
+
+    @field_validator("toolsets", mode="after")
+    @classmethod
+    def _known_toolsets(cls, value: list[str]) -> list[str]:
+        """Only names of TOOLSETS, each once: a typo would otherwise leave children without tools unnoticed."""
+        unknown = [name for name in value if name not in TOOLSETS]
+        if unknown:
+            raise PydanticCustomError(
+                "unknown_toolset",
+                "unknown toolset(s) {unknown}; known: {known}",
+                {"unknown": ", ".join(unknown), "known": ", ".join(TOOLSETS)},
+            )
+        return list(dict.fromkeys(value))
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -132,6 +174,7 @@ class Settings(BaseModel):
     context_file_max_chars: int = Field(default=20_000, ge=1_000)
     prices: dict[str, Price] = Field(default_factory=dict)
     context_windows: dict[str, int] = Field(default_factory=dict)
+    delegation: DelegationSettings = Field(default_factory=DelegationSettings)  # subagents (delegate_task)
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -142,6 +185,12 @@ class Settings(BaseModel):
         if value is True and info.field_name == "sandbox":
             return "auto"
         return value
+
+    @field_validator("delegation", mode="before")
+    @classmethod
+    def _empty_delegation(cls, value: Any) -> Any:
+        """``delegation:`` with every key under it commented out is YAML's null: the defaults."""
+        return {} if value is None else value
 
     @field_validator("thinking_budgets", mode="after")
     @classmethod

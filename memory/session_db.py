@@ -72,6 +72,7 @@ SNIPPET_ELLIPSIS = "..."
 SNIPPET_TOKENS = 32
 ROLES = frozenset({"user", "assistant", "tool"})
 CONTINUATION_SOURCE = "compression"  # a session that continues its parent after context compression
+SUBAGENT_SOURCE = "subagent"  # a child session delegate_task started; its parent is the session that delegated
 
 _SESSION_COLUMNS = (
     "id",
@@ -200,6 +201,24 @@ class SessionRecord:
     additional_directories: list[str]
     title: str | None
     archived: bool
+
+    @property
+    def subagent_label(self) -> str | None:
+        """How listings and search results mark a subagent session: ``subagent of <the parent's id
+        cut to 8>`` (``subagent`` once its parent is deleted); None for any other session."""
+        if self.source != SUBAGENT_SOURCE:
+            return None
+        return f"subagent of {self.parent_session_id[:8]}" if self.parent_session_id else "subagent"
+
+
+@value
+class SubagentTotals:
+    """What a session's subagents (at any depth) used, for its usage report."""
+
+    sessions: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
 
 
 @dataclass(slots=True)
@@ -741,15 +760,19 @@ class SessionDB:
         limit: int = 50,
         cursor: str | None = None,
         include_empty: bool = False,
+        include_subagents: bool = False,
     ) -> tuple[list[SessionRecord], str | None]:
         """Newest activity first; returns a page and the cursor of the next one (None at the end).
 
         Keyset paging on (updated_at, id): a page never repeats or skips a session that did not
-        change between calls, however deep the page.
+        change between calls, however deep the page. Subagent sessions are left out unless asked
+        for: they are their parent's work, not conversations of the editor's (ACP session/list).
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
         conditions: list[str] = [f"source != '{CONTINUATION_SOURCE}'"]
+        if not include_subagents:
+            conditions.append(f"source != '{SUBAGENT_SOURCE}'")
         params: list[Any] = []
         if cwd is not None:
             conditions.append("cwd = ?")
@@ -770,10 +793,15 @@ class SessionDB:
         return records, next_cursor
 
     def recent_sessions(self, *, limit: int = 10, exclude: Iterable[str] = frozenset()) -> list[SessionRecord]:
-        """The most recently active sessions that have messages, leaving out ``exclude``."""
+        """The most recently active sessions that have messages, leaving out ``exclude``.
+
+        Subagent sessions are left out: this list answers "what were we working on", and one
+        delegation batch would push the conversations themselves off it with its children (the
+        parent's row stands for their work; a search still finds their messages).
+        """
         sql = (
-            f"{_SESSION_SELECT} WHERE message_count > 0 AND id NOT IN (SELECT value FROM json_each(?)) "
-            "ORDER BY updated_at DESC, id DESC LIMIT ?"
+            f"{_SESSION_SELECT} WHERE message_count > 0 AND source != '{SUBAGENT_SOURCE}' "
+            "AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY updated_at DESC, id DESC LIMIT ?"
         )
         rows = self._read(lambda conn: conn.execute(sql, (_id_list(exclude), limit)).fetchall())
         return [_session_from_row(row) for row in rows]
@@ -808,8 +836,8 @@ class SessionDB:
                 raise SessionExists(new_id)
             _insert_session(
                 conn,
-                session_id=new_id,
-                source="acp" if source.source == CONTINUATION_SOURCE else source.source,
+                session_id=new_id,  # a fork is the user's own conversation, whatever it was forked from
+                source="acp" if source.source in (CONTINUATION_SOURCE, SUBAGENT_SOURCE) else source.source,
                 model=source.model if model is None else model,
                 mode=source.mode if mode is None else mode,
                 cwd=cwd,
@@ -869,24 +897,56 @@ class SessionDB:
         return [row for segment in self.segments(session_id) for row in self.messages(segment.id)]
 
     def lineage(self, session_id: str) -> set[str]:
-        """The session, its ancestors (parent chain) and all its descendants."""
-        sql = """
+        """The session, its ancestors (parent chain) and all its descendants: forks and continuations,
+        whose conversation the session's model has seen (recall leaves them out).
+
+        A subagent link is not followed either way: a parent saw only its child's final answer,
+        and a child only its task, so each can still search the other's conversation.
+        """
+        sql = f"""
             WITH RECURSIVE
                 ancestors(id) AS (
                     SELECT ?
                     UNION
                     SELECT s.parent_session_id FROM sessions AS s JOIN ancestors AS a ON s.id = a.id
-                    WHERE s.parent_session_id IS NOT NULL
+                    WHERE s.parent_session_id IS NOT NULL AND s.source != '{SUBAGENT_SOURCE}'
                 ),
                 descendants(id) AS (
                     SELECT ?
                     UNION
                     SELECT s.id FROM sessions AS s JOIN descendants AS d ON s.parent_session_id = d.id
+                    WHERE s.source != '{SUBAGENT_SOURCE}'
                 )
             SELECT id FROM ancestors UNION SELECT id FROM descendants
         """
         rows = self._read(lambda conn: conn.execute(sql, (session_id, session_id)).fetchall())
         return {row[0] for row in rows}
+
+    def subagents_of(self, session_id: str) -> list[SessionRecord]:
+        """The subagent sessions ``session_id`` started itself (not its children's), oldest first."""
+        sql = (
+            f"{_SESSION_SELECT} WHERE parent_session_id = ? AND source = '{SUBAGENT_SOURCE}' "
+            "ORDER BY started_at, id"
+        )
+        rows = self._read(lambda conn: conn.execute(sql, (session_id,)).fetchall())
+        return [_session_from_row(row) for row in rows]
+
+    def subagent_ids(self, session_id: str) -> list[str]:
+        """Every session inside the session's subagents, at any depth, with their continuation
+        segments: what goes when the session is deleted (they hold its work)."""
+        sql = f"{_SUBAGENT_TREE} SELECT id FROM tree WHERE inside ORDER BY id"
+        return [row[0] for row in self._read(lambda conn: conn.execute(sql, (session_id,)).fetchall())]
+
+    def subagent_totals(self, session_id: str) -> SubagentTotals:
+        """Cost and tokens of the session's subagents at any depth (children, grandchildren, …), which
+        the session's own row does not count: each child's usage is recorded on the child."""
+        sql = (
+            f"{_SUBAGENT_TREE} SELECT coalesce(sum(s.source = '{SUBAGENT_SOURCE}'), 0), "
+            "coalesce(sum(s.estimated_cost_usd), 0.0), coalesce(sum(s.input_tokens), 0), "
+            "coalesce(sum(s.output_tokens), 0) FROM tree JOIN sessions AS s ON s.id = tree.id WHERE tree.inside"
+        )
+        count, cost, input_tokens, output_tokens = self._read(lambda conn: conn.execute(sql, (session_id,)).fetchone())
+        return SubagentTotals(int(count), float(cost), int(input_tokens), int(output_tokens))
 
     # -- messages
 
@@ -1147,6 +1207,20 @@ class SessionDB:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         elif self._writes % CHECKPOINT_EVERY_WRITES == 0:
             self._checkpointer.request()
+
+
+# The session's descendants through subagent and continuation links; ``inside`` is true below a
+# subagent link (a continuation of the session itself is the session, not one of its subagents).
+# A fork is a conversation of its own: neither it nor what it delegated belongs to the session.
+_SUBAGENT_TREE = f"""
+    WITH RECURSIVE tree(id, inside) AS (
+        SELECT ?, 0
+        UNION
+        SELECT s.id, t.inside OR s.source = '{SUBAGENT_SOURCE}' FROM sessions AS s
+        JOIN tree AS t ON s.parent_session_id = t.id
+        WHERE s.source IN ('{SUBAGENT_SOURCE}', '{CONTINUATION_SOURCE}')
+    )
+"""
 
 
 def _fetch_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:

@@ -16,6 +16,7 @@ CORE_TOOL_NAMES: tuple[str, ...] = (
     "patch",
     "search_files",
     "terminal",
+    "process",
     "todo",
     "memory",
     "session_search",
@@ -34,12 +35,13 @@ def core_tools() -> list[Tool]:
     from acp_hermes_tools.clarify import CLARIFY_TOOL
     from acp_hermes_tools.files import FILE_TOOLS
     from acp_hermes_tools.memory import MEMORY_TOOL
+    from acp_hermes_tools.process import PROCESS_TOOL
     from acp_hermes_tools.session_search import SESSION_SEARCH_TOOL
     from acp_hermes_tools.skills import SKILL_TOOLS
     from acp_hermes_tools.terminal import TERMINAL_TOOL
     from acp_hermes_tools.todo import TODO_TOOL
 
-    tools = [*FILE_TOOLS, TERMINAL_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
+    tools = [*FILE_TOOLS, TERMINAL_TOOL, PROCESS_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
              CLARIFY_TOOL]
     names = tuple(tool.name for tool in tools)
     if names != CORE_TOOL_NAMES:

@@ -26,6 +26,7 @@ from acp_hermes_tools.contracts import (
     Display,
     Editor,
     FileChange,
+    JobHandle,
     Location,
     PermissionDenied,
     Question,
@@ -35,6 +36,7 @@ from acp_hermes_tools.contracts import (
     ToolEventSink,
     ToolServices,
 )
+from acp_hermes_tools.local_io import close_process_input, stop_group, write_to_process
 from acp_hermes_tools.paths import is_within, resolve_path
 
 if TYPE_CHECKING:
@@ -49,6 +51,10 @@ T = TypeVar("T")
 # Why a tool reads: a file's text, a whole directory (a search), or a file's old text for an edit
 # (that edit's own question shows the user the diff, so only secrets ask twice).
 ReadPurpose = Literal["file", "directory", "edit"]
+# What a call may do to a background job this session started (reading its output asks nothing).
+JobAction = Literal["kill", "write"]
+JOB_STOP_GRACE_SECONDS = 2.0  # a stopped job: SIGTERM, then SIGKILL after this
+JOB_WRITE_SECONDS = 10.0  # how long a write waits for a job to take its input
 
 
 @value
@@ -163,6 +169,7 @@ class ToolContext:
     _authorized_state: set[Path] = field(default_factory=set)
     _authorized_reads: set[Path] = field(default_factory=set)
     _authorized_external: set[tuple[str, str]] = field(default_factory=set)
+    _authorized_jobs: set[tuple[str, str, str]] = field(default_factory=set)  # (job id, action, input)
 
     @property
     def session_id(self) -> str:
@@ -240,6 +247,14 @@ class ToolContext:
         await self.gate.authorize_external(self, server, tool, arguments, read_only=read_only)
         self._authorized_external.add((server, tool))
 
+    async def authorize_job(self, job: JobHandle, action: JobAction, text: str = "") -> None:
+        """Ask to stop ``job`` (``"kill"``) or to send ``text`` to its stdin (``"write"``); only a job this
+        session started. The gate decides it as the command line that does the same, so it follows the
+        mode and the sandbox exactly as a command would (see ``job_command_line``)."""
+        self._require_own(job)
+        await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
+        self._authorized_jobs.add((job.job_id, action, text))
+
     # -- doing: each refuses what was not authorized for this call
 
     async def read_text(self, path: Path, purpose: ReadPurpose = "file") -> str:
@@ -274,14 +289,40 @@ class ToolContext:
                               outcome.truncated, outcome.terminal_id, outcome.sandboxed,
                               tuple(item.line() for item in moved))
 
-    def start_detached(self, command: str, cwd: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    def start_detached(self, command: str, cwd: Path, log_path: Path, *,
+                       stdin: bool = False) -> subprocess.Popen[bytes]:
+        """Start an authorized command detached from the turn (``stdin``: with a pipe for its input);
+        a sandboxed one is audited when it ends."""
         sandbox = self._sandbox_for(command)
         if sandbox is None:
-            return self.editor.start_detached(command, cwd, log_path, None)
+            return self.editor.start_detached(command, cwd, log_path, None, stdin=stdin)
         confinement = sandbox.confinement(self._permit(command).network)
-        process = self.editor.start_detached(command, cwd, log_path, confinement)
+        process = self.editor.start_detached(command, cwd, log_path, confinement, stdin=stdin)
         sandbox.audit_when_done(process, confinement)
         return process
+
+    async def stop_job(self, job: JobHandle) -> None:
+        """SIGTERM the job's process group, SIGKILL what is left of it after ``JOB_STOP_GRACE_SECONDS``;
+        returns once its first process has ended. A job that already ended is left alone."""
+        self._require_own(job)
+        self._require((job.job_id, "kill", "") in self._authorized_jobs, f"stopping {job.job_id} was not authorized")
+        await stop_group(job.process, JOB_STOP_GRACE_SECONDS)
+
+    async def write_job(self, job: JobHandle, text: str, *, eof: bool = False) -> int:
+        """Send exactly the authorized ``text`` (UTF-8) to the job's stdin, then close it when ``eof``; the
+        bytes written (fewer when the job did not take it all within ``JOB_WRITE_SECONDS``: its stdin then
+        stays open). ``BrokenPipeError`` when the job no longer reads its stdin."""
+        self._require_own(job)
+        self._require((job.job_id, "write", text) in self._authorized_jobs,
+                      f"writing to {job.job_id} was not authorized")
+        data = text.encode("utf-8")
+        written = await write_to_process(job.process, data, timeout=JOB_WRITE_SECONDS) if data else 0
+        if eof and written == len(data):
+            close_process_input(job.process)
+        return written
+
+    def _require_own(self, job: JobHandle) -> None:
+        self._require(job.session_id == self.session_id, f"{job.job_id} belongs to another session")
 
     def _permit(self, command: str) -> CommandPermit:
         permit = self._authorized_commands.get(command)
@@ -313,3 +354,23 @@ class ToolContext:
         if not authorized:
             raise PermissionDenied(refusal)
 
+
+def job_command_line(job: JobHandle, action: JobAction, text: str = "") -> str:
+    """The shell line that would do to ``job`` what ``action`` does, as the gate is asked about it.
+
+    Stopping it is ``kill -TERM -- -<group>`` (a normal command: no grant covers it, so the default mode
+    asks each time). Writing to it is its own command fed ``text`` as a here-document: what the job does
+    with its input is what that command does with it, so a shell reading commands has them judged as
+    commands (``rm -rf ~`` is refused, a download asks) and any other program is judged as itself.
+    """
+    if action == "kill":
+        return f"kill -TERM -- -{job.process.pid}"
+    delimiter = "EOF"
+    lines = set(text.splitlines())
+    while delimiter in lines:
+        delimiter += "_"
+    command = job.command.strip()
+    if any(mark in command for mark in "\n#;&|"):  # the here-document feeds all of it, past any comment
+        command = f"{{\n{command}\n}}"
+    body = text if not text or text.endswith("\n") else text + "\n"
+    return f"{command} <<'{delimiter}'\n{body}{delimiter}"

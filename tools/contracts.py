@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
+from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
@@ -159,6 +160,87 @@ class CommandObserver(Protocol):
         ...
 
 
+# --- background jobs ---------------------------------------------------------------------------
+
+
+class JobHandle(Protocol):
+    """What the tool context needs of a background job to stop it or write to it (``tools.terminal``'s
+    ``BackgroundJob``): which session started it, its command and the process leading its group."""
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def command(self) -> str: ...
+
+    @property
+    def cwd(self) -> Path: ...
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]: ...
+
+
+@value
+class JobEnded:
+    """A background job's end, reported once: the core tells the model (and the user) about it.
+
+    ``exit_code`` is None when a signal ended it (``signal``, e.g. ``"SIGTERM"``); ``tail`` is the end
+    of its output (at most ``JOB_TAIL_LINES`` lines); ``duration`` is seconds from start to end.
+    """
+
+    job_id: str
+    command: str
+    pid: int
+    exit_code: int | None
+    signal: str | None
+    duration: float
+    tail: str
+    log_path: Path
+
+    @property
+    def status(self) -> str:
+        """How it ended, as a phrase: ``exited with code 0``, ``was killed by SIGTERM``."""
+        return job_status(self.exit_code, self.signal)
+
+    def note(self) -> str:
+        """A short note for the model: what ended, how, after how long, and its last output."""
+        lines = self.command.strip().splitlines()
+        command = one_line(lines[0], 80) if lines else ""
+        if len(lines) > 1 and not command.endswith("…"):
+            command += " …"
+        head = (f"[Background job {self.job_id} (`{command}`) {self.status} after {duration_text(self.duration)}."
+                f" Use process(action=\"poll\", job_id=\"{self.job_id}\") for output not shown here.")
+        if not self.tail.strip():
+            return f"{head} It printed nothing.]"
+        return f"{head} Its last output:\n{self.tail.rstrip()}\n]"
+
+
+JOB_TAIL_LINES = 20
+
+
+def job_status(exit_code: int | None, signal: str | None) -> str:
+    if signal:
+        return f"was killed by {signal}"
+    if exit_code is not None:
+        return f"exited with code {exit_code}"
+    return "ended"
+
+
+def duration_text(seconds: float) -> str:
+    """``0.4s``, ``12s``, ``3m05s``, ``2h01m``."""
+    if seconds < 10:
+        return f"{max(seconds, 0.0):.1f}s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
 class Editor(Protocol):
     """File and command I/O as a tool sees it. Paths are absolute and already checked."""
 
@@ -179,9 +261,11 @@ class Editor(Protocol):
         ...
 
     def start_detached(
-        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None
+        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None, *,
+        stdin: bool = False,
     ) -> subprocess.Popen[bytes]:
-        """Start a shell command that outlives the turn, its output going to ``log_path``."""
+        """Start a shell command that outlives the turn, its output going to ``log_path``; its stdin
+        is a pipe the agent holds (``process.stdin``) when ``stdin``, else empty (``/dev/null``)."""
         ...
 
 

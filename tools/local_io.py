@@ -57,17 +57,20 @@ class LocalEditor:
         return confinement.wrap(argv) if confinement is not None else argv
 
     def start_detached(
-        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None
+        self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None, *,
+        stdin: bool = False,
     ) -> subprocess.Popen[bytes]:
         with open(log_path, "wb") as log_file:
             process = subprocess.Popen(
                 self.argv(command, confinement),
                 cwd=cwd,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: a cancelled turn does not reach it
             )
+        if process.stdin is not None:  # written with os.write only (write_to_process): never blocks the agent
+            os.set_blocking(process.stdin.fileno(), False)
         # Reap it when it exits so no zombie is left behind; the thread holds nothing else.
         threading.Thread(target=process.wait, name=f"detached-{process.pid}", daemon=True).start()
         self.last_command_started = time.time()  # files may now change on disk behind the editor's buffers
@@ -76,14 +79,17 @@ class LocalEditor:
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
         self.last_command_started = time.time()
         output = _BoundedOutput(request.output_limit)
-        process = await anyio.open_process(
-            self.argv(request.command, request.confinement),
-            cwd=request.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # Shielded: a cancel while it starts would kill the shell alone and leave what it already started
+        # running; once it is open, the cancel arrives below and the whole group is stopped.
+        with anyio.CancelScope(shield=True):
+            process = await anyio.open_process(
+                self.argv(request.command, request.confinement),
+                cwd=request.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         timed_out = False
         try:
             with anyio.move_on_after(request.timeout) as deadline:
@@ -118,6 +124,73 @@ class LocalEditor:
 
 
 _REPORT_INTERVAL = 0.1
+
+
+# -- background jobs: the process doors behind ToolContext.stop_job / write_job, and a session's end
+
+
+def signal_group(group: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``group`` (0: only look); False once the group is gone."""
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):  # gone (a PermissionError: the id is no longer ours)
+        return False
+    return True
+
+
+_STOP_POLL_SECONDS = 0.05
+_REAP_SECONDS = 5.0  # after SIGKILL: how long to wait for the leader's exit status
+
+
+async def stop_group(process: subprocess.Popen[bytes], grace: float) -> None:
+    """End a detached command and its process group: SIGTERM, then SIGKILL to whatever is left of the
+    group after ``grace`` seconds; returns once its first process has ended (or after a few seconds
+    more). Someone else must be reaping ``process`` (``start_detached`` starts a thread that does).
+
+    A command whose first process has already ended is left alone: its group id may by now be
+    someone else's (a finished group's id can be reused), so nothing is sent to it.
+    """
+    group = process.pid
+    if process.poll() is not None or not signal_group(group, signal.SIGTERM):
+        return
+    with anyio.move_on_after(grace):
+        while process.poll() is None or signal_group(group, 0):  # the leader, then what it left in the group
+            await anyio.sleep(_STOP_POLL_SECONDS)
+        return
+    if signal_group(group, signal.SIGKILL):
+        log.info("background command %d ignored SIGTERM: killed", group)
+    with anyio.move_on_after(_REAP_SECONDS):
+        while process.poll() is None:
+            await anyio.sleep(_STOP_POLL_SECONDS)
+
+
+async def write_to_process(process: subprocess.Popen[bytes], data: bytes, *, timeout: float) -> int:
+    """Write ``data`` to the stdin pipe of a command started with ``stdin=True``, never blocking the event
+    loop; the number of bytes written, fewer than ``len(data)`` when it did not take them all within
+    ``timeout`` seconds. ``BrokenPipeError`` when nothing reads that pipe any more (it was closed, or ended)."""
+    written = 0
+    with anyio.move_on_after(timeout):
+        while written < len(data):
+            # Looked at again before each write, with no await in between: the pipe is closed only on the
+            # event loop's thread (``close_process_input``), so its descriptor can never be someone else's.
+            if process.stdin is None or process.stdin.closed:
+                raise BrokenPipeError("the command's stdin is closed")
+            try:
+                written += os.write(process.stdin.fileno(), data[written:written + _WRITE_CHUNK])
+            except BlockingIOError:  # the pipe is full: the command has not read what it was sent
+                await anyio.sleep(_STOP_POLL_SECONDS)
+    return written
+
+
+_WRITE_CHUNK = 64 * 1024
+
+
+def close_process_input(process: subprocess.Popen[bytes]) -> None:
+    """Close the agent's end of the command's stdin pipe: it reads end of file once it has read the rest.
+    Call it on the event loop's thread only (see ``write_to_process``)."""
+    if process.stdin is not None and not process.stdin.closed:
+        with contextlib.suppress(OSError):  # nothing buffered (writes go through os.write); a broken pipe is fine
+            process.stdin.close()
 
 
 async def _kill_group(process: anyio.abc.Process) -> None:

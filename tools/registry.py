@@ -178,6 +178,14 @@ class ToolRegistry:
             registry.register(tool)
         return registry
 
+    def only(self, names: Iterable[str]) -> ToolRegistry:
+        """The tools of this registry named in ``names``, in this registry's order (a subagent's
+        restricted set), keeping their validators."""
+        wanted = set(names)
+        registry = ToolRegistry(tool for name, tool in self._tools.items() if name in wanted)
+        registry._validators = {name: check for name, check in self._validators.items() if name in wanted}
+        return registry
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 

@@ -3,13 +3,16 @@
 Foreground commands run through the editor (the client's terminal when it offers one, a local
 subprocess otherwise) and show their output in the tool call while they run; a timeout or a
 cancelled turn kills the whole process tree. Background commands are detached from the turn:
-they write to a log file the model can read later and keep running after the turn ends, until
-the session ends (closed, deleted, or the editor gone), which ends them and removes their logs.
+each is a job of the session (``job-1``, …) that writes to a log file and keeps running after the
+turn ends, until the ``process`` tool stops it or the session ends (closed, deleted, or the editor
+gone), which ends them and removes their logs. ``BackgroundJobs`` records each job's end on a
+thread of its own and keeps what the model has not yet heard of for the core (``take_ended``).
 Either way the gate sees the exact command and directory first, and a refused command never starts.
 """
 
 from __future__ import annotations
 
+import codecs
 import logging
 import math
 import os
@@ -20,15 +23,27 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
-from acp_hermes_tools.contracts import CommandOutcome, CommandRequest, Display, TerminalDisplay, TextDisplay
+from acp_hermes_tools.contracts import (
+    JOB_TAIL_LINES,
+    CommandOutcome,
+    CommandRequest,
+    Display,
+    JobEnded,
+    TerminalDisplay,
+    TextDisplay,
+)
+from acp_hermes_tools.local_io import close_process_input, signal_group
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -49,8 +64,10 @@ DESCRIPTION = (
     "(default 180, at most 3600) or when the user cancels. Very long output keeps its beginning and "
     "end; redirect it to a file and read that with read_file to see everything.\n"
     "For servers, watchers and other long-running processes set `background` to true: the command "
-    "starts detached and the call returns at once with its pid and a log file (stdout and stderr) "
-    "to read later with read_file; it keeps running after this turn and `timeout` does not apply.\n"
+    "starts detached and the call returns at once with a job id (job-1, …), its pid and its log file "
+    "(stdout and stderr); it keeps running after this turn and `timeout` does not apply. Manage it with "
+    "the `process` tool: poll its new output, wait for it to end, kill it. Add `stdin: true` to give it "
+    "a pipe for input that `process` can write to (otherwise its stdin is empty).\n"
     "Where the session has an OS sandbox, commands run inside it: only the workspace and $TMPDIR are "
     "writable and there is no network. Put temporary files under $TMPDIR. When a command really must "
     "write elsewhere or reach the network, set `outside_sandbox` to true: the user is asked first.\n"
@@ -79,7 +96,14 @@ SCHEMA: dict[str, Any] = {
         },
         "background": {
             "type": "boolean",
-            "description": "Start detached and return at once with the pid and a log file.",
+            "description": "Start detached and return at once with a job id (for the process tool), the pid "
+                           "and a log file.",
+            "default": False,
+        },
+        "stdin": {
+            "type": "boolean",
+            "description": "With background: give the command a pipe as stdin, which process(action=write) "
+                           "writes to (default: empty stdin).",
             "default": False,
         },
         "outside_sandbox": {
@@ -109,11 +133,14 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     command: str = args["command"]
     if not command.strip():
         raise ToolError("command is empty")
+    background, stdin = bool(args.get("background", False)), bool(args.get("stdin", False))
+    if stdin and not background:
+        raise ToolError("stdin applies to background commands only (a foreground command's stdin is empty)")
     cwd = await _workdir(args.get("workdir"), ctx)
     timeout = clamp_timeout(args.get("timeout"))
     await ctx.authorize_command(command, cwd, outside_sandbox=bool(args.get("outside_sandbox", False)))
-    if args.get("background", False):
-        return _start_in_background(command, cwd, ctx)
+    if background:
+        return _start_in_background(command, cwd, ctx, stdin=stdin)
     outcome = await ctx.run_command(CommandRequest(command, cwd, timeout), _LiveOutput(ctx, command))
     return _foreground_result(command, outcome, timeout)
 
@@ -202,30 +229,118 @@ def _foreground_result(command: str, outcome: CommandOutcome, timeout: float) ->
 
 # -- background commands -----------------------------------------------------------------------
 
+POLL_BYTES = 32 * 1024  # the most new output one read of a job's log returns
+_TAIL_BYTES = 8 * 1024  # how much of the log's end a JobEnded looks at for its last lines
+_TAIL_CHARS = 2_000
+
 
 @dataclass
 class BackgroundJob:
-    """A command started with ``background=true``; it outlives the turn that started it."""
+    """A command started with ``background=true``; it outlives the turn that started it.
+
+    Its end is recorded once, by a thread that waits for it (``BackgroundJobs.add``): ``end`` is None
+    until then, and ``ended`` is set right after.
+    """
 
     pid: int
     command: str
     cwd: Path
     log_path: Path
-    started_at: float
+    started_at: float  # wall-clock time
     process: subprocess.Popen[bytes] = field(repr=False)
+    job_id: str = ""
+    session_id: str = ""
+    stdin: bool = False  # started with a pipe for its input (``process`` may write to it)
+    started_monotonic: float = field(default_factory=time.monotonic, repr=False)
+    end: JobEnded | None = None
+    ended: threading.Event = field(default_factory=threading.Event, repr=False)
+    read_offset: int = field(default=0, repr=False)  # how far ``read_new_output`` has read the log
+    _decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"), repr=False)
 
     @property
     def exit_code(self) -> int | None:
         """None while it runs; negative for a signal, like ``Popen.returncode``."""
         return self.process.poll()
 
+    @property
+    def runtime(self) -> float:
+        """Seconds it has run: until its end once it ended."""
+        return self.end.duration if self.end is not None else time.monotonic() - self.started_monotonic
+
+    @property
+    def input_open(self) -> bool:
+        """Whether the agent can still write to its stdin."""
+        return self.process.stdin is not None and not self.process.stdin.closed
+
+    def read_new_output(self, limit: int = POLL_BYTES) -> tuple[str, int]:
+        """The output it wrote since the last call, and how many bytes of it were skipped to keep to the
+        newest ``limit`` bytes (0: none). Reads the log file; "" once the log is gone."""
+        try:
+            with open(self.log_path, "rb") as log_file:
+                size = os.fstat(log_file.fileno()).st_size
+                start = self.read_offset if self.read_offset <= size else 0  # a log cut short: from the top
+                skipped = max(size - start - limit, 0)
+                if skipped:
+                    start += skipped
+                    self._decoder.reset()  # a new place in the file: no half character carries over
+                log_file.seek(start)
+                data = log_file.read(size - start)
+        except OSError:
+            return "", 0
+        self.read_offset = start + len(data)
+        return self._decoder.decode(data, final=self.end is not None), skipped
+
+
+def _log_tail(path: Path, lines: int = JOB_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log (at most about 2,000 characters of them); "" when it is gone."""
+    try:
+        with open(path, "rb") as log_file:
+            size = os.fstat(log_file.fileno()).st_size
+            log_file.seek(max(size - _TAIL_BYTES, 0))
+            data = log_file.read(_TAIL_BYTES)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    kept = text.splitlines()
+    if size > _TAIL_BYTES and kept:
+        kept = kept[1:]  # it began mid-line
+    tail = "\n".join(kept[-lines:])
+    return tail if len(tail) <= _TAIL_CHARS else "…" + tail[-_TAIL_CHARS:]
+
+
+def _exit_status(process: subprocess.Popen[bytes]) -> tuple[int | None, str | None]:
+    """(exit code, signal name) of a process that ended: one of them is None."""
+    code = process.returncode
+    if code is None or code >= 0:
+        return code, None
+    try:
+        return None, signal.Signals(-code).name
+    except ValueError:
+        return None, f"signal {-code}"
+
+
+OnEnd = Callable[[JobEnded], None]
+
 
 @dataclass
 class BackgroundJobs:
-    """One session's background commands, so later tools can list or stop them."""
+    """One session's background commands: their ids, their ends, and what the model has not heard of yet.
+
+    Each job's end is recorded by a thread of its own that waits for it; that thread then calls
+    ``on_end`` (once per job, never after ``close``) and, unless the model has already seen the job end
+    through the ``process`` tool, queues the ``JobEnded`` for ``take_ended``. ``on_end`` runs on that
+    thread, not on the event loop: see ``on_event_loop`` to get there.
+    """
 
     jobs: list[BackgroundJob] = field(default_factory=list)
+    on_end: OnEnd | None = None
     _directory: Path | None = None
+    _count: int = 0  # ids handed out: job-1, job-2, … never reused in a session
+    _unreported: list[JobEnded] = field(default_factory=list)
+    _reported: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _closed: bool = False
 
     def log_directory(self, session_id: str) -> Path:
         """A private temporary directory for this session's logs, made on first use."""
@@ -234,31 +349,92 @@ class BackgroundJobs:
             self._directory = Path(tempfile.mkdtemp(prefix=f"acp-hermes-{tag}-"))
         return self._directory
 
+    def new_id(self) -> str:
+        """The next job id of this session: ``job-1``, ``job-2``, …"""
+        self._count += 1
+        return f"job-{self._count}"
+
+    def ids_used(self, count: int) -> None:
+        """A restored session used ids up to ``job-<count>``: new jobs get later ones."""
+        self._count = max(self._count, count)
+
+    def add(self, job: BackgroundJob) -> None:
+        """Keep ``job`` and start the thread that records its end."""
+        self.jobs.append(job)
+        threading.Thread(target=self._watch, args=(job,), name=f"background-job-{job.pid}", daemon=True).start()
+
+    def find(self, job_id: str) -> BackgroundJob | None:
+        return next((job for job in self.jobs if job.job_id == job_id), None)
+
+    def take_ended(self) -> list[JobEnded]:
+        """The jobs that ended since the last call and that the model has not seen end, oldest first;
+        each is handed out once (thread-safe; never blocks)."""
+        with self._lock:
+            ended, self._unreported = self._unreported, []
+            self._reported.update(item.job_id for item in ended)
+        return ended
+
+    def mark_reported(self, job: BackgroundJob) -> None:
+        """The model has been told ``job`` ended (by the ``process`` tool): no notice for it."""
+        with self._lock:
+            self._reported.add(job.job_id)
+            self._unreported = [item for item in self._unreported if item.job_id != job.job_id]
+
+    def _watch(self, job: BackgroundJob) -> None:
+        job.process.wait()
+        exit_code, signal_name = _exit_status(job.process)
+        ended = JobEnded(job.job_id, job.command, job.pid, exit_code, signal_name,
+                         time.monotonic() - job.started_monotonic, _log_tail(job.log_path), job.log_path)
+        with self._lock:
+            job.end = ended
+            hook = None if self._closed else self.on_end
+            if not self._closed and job.job_id not in self._reported:
+                self._unreported.append(ended)
+        job.ended.set()
+        log.info("background command %s (pid %d) %s", job.job_id, job.pid, ended.status)
+        if hook is not None:
+            try:
+                hook(ended)
+            except Exception:  # the session's hook must not take the thread's report with it
+                log.exception("the end-of-job hook failed for %s", job.job_id)
+
     def close(self) -> None:
         """The session ended: SIGTERM each running job's process group now; on a thread (not a daemon,
         so an exiting agent waits for it), SIGKILL what is left after ``STOP_GRACE_SECONDS``, then
-        remove the log directory. Safe to call twice.
+        remove the log directory. No ``on_end`` call and no queued notice after this. Safe to call twice.
 
         A job whose first process has already exited is left alone: its group id may by now belong
         to someone else's processes (a finished group's id can be reused), so nothing is sent to it.
         """
-        groups = [job.pid for job in self.jobs if job.exit_code is None]  # each job leads its own group
-        directory, self.jobs, self._directory = self._directory, [], None
+        with self._lock:
+            self._closed = True
+            self.on_end = None
+            self._unreported = []
+        jobs, self.jobs = self.jobs, []
+        groups = [job.pid for job in jobs if job.exit_code is None]  # each job leads its own group
+        directory, self._directory = self._directory, None
+        for job in jobs:  # the agent's ends of their stdin pipes (closed on this thread only)
+            close_process_input(job.process)
         if not groups and directory is None:
             return
         for group in groups:
-            _signal_group(group, signal.SIGTERM)
+            signal_group(group, signal.SIGTERM)
         log.info("session ended: stopping %d background command(s)", len(groups))
         threading.Thread(target=_finish_stopping, args=(groups, directory), name="background-jobs-stop").start()
 
 
-def _signal_group(group: int, sig: int) -> bool:
-    """Send ``sig`` to process group ``group`` (0: only look); False once the group is gone."""
-    try:
-        os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):  # gone (a PermissionError: the id is no longer ours)
-        return False
-    return True
+def on_event_loop(callback: OnEnd) -> OnEnd:
+    """An ``on_end`` hook that runs ``callback`` on the event loop this is called from (in its thread),
+    for a core that wants to emit events when a job ends. A loop that has finished is not called."""
+    token = anyio.lowlevel.current_token()
+
+    def hook(ended: JobEnded) -> None:
+        try:
+            anyio.from_thread.run_sync(callback, ended, token=token)
+        except RuntimeError:  # the loop has ended (anyio's RunFinishedError is a RuntimeError)
+            log.debug("job %s ended after the event loop", ended.job_id)
+
+    return hook
 
 
 def _finish_stopping(groups: list[int], directory: Path | None) -> None:
@@ -266,9 +442,9 @@ def _finish_stopping(groups: list[int], directory: Path | None) -> None:
     alive = groups
     while alive and time.monotonic() < deadline:
         time.sleep(_STOP_POLL_SECONDS)
-        alive = [group for group in alive if _signal_group(group, 0)]
+        alive = [group for group in alive if signal_group(group, 0)]
     for group in alive:
-        if _signal_group(group, signal.SIGKILL):
+        if signal_group(group, signal.SIGKILL):
             log.info("background command %d ignored SIGTERM: killed", group)
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
@@ -277,25 +453,45 @@ def _finish_stopping(groups: list[int], directory: Path | None) -> None:
 BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs, close=BackgroundJobs.close)
 
 
-def _start_in_background(command: str, cwd: Path, ctx: ToolContext) -> ToolResult:
+def background_jobs(scope: ToolScope) -> BackgroundJobs:
+    """The session's background jobs (made on first use): where the core installs ``on_end`` and
+    drains ``take_ended``."""
+    return scope.state.get(BACKGROUND_JOBS)
+
+
+def _start_in_background(command: str, cwd: Path, ctx: ToolContext, *, stdin: bool) -> ToolResult:
     jobs = ctx.state.get(BACKGROUND_JOBS)
+    job_id = jobs.new_id()
     try:
-        log_path = jobs.log_directory(ctx.session_id) / f"job-{len(jobs.jobs) + 1}.log"
-        process = ctx.start_detached(command, cwd, log_path)
+        log_path = jobs.log_directory(ctx.session_id) / f"{job_id}.log"
+        process = ctx.start_detached(command, cwd, log_path, stdin=stdin)
     except OSError as error:
         raise ToolError(f"could not start the command: {error}") from error
-    job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process)
-    jobs.jobs.append(job)
-    log.info("background command started: pid %s, log %s", job.pid, job.log_path)
-    status = f"running in the background: pid {job.pid}, log {job.log_path}"
+    job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process, job_id=job_id,
+                        session_id=ctx.session_id, stdin=stdin)
+    jobs.add(job)
+    log.info("background command started: %s, pid %s, log %s", job_id, job.pid, job.log_path)
+    status = f"running in the background as {job_id}: pid {job.pid}, log {job.log_path}"
+    actions = "poll for new output, wait for it to end, kill to stop it" + (", write to send it input"
+                                                                              if stdin else "")
     return ToolResult(
         text=(
-            f"Started in the background (pid {job.pid}); it keeps running after this turn.\n"
-            f"Its output (stdout and stderr) goes to {job.log_path}; read it with read_file."
+            f"Started in the background as {job_id} (pid {job.pid}); it keeps running after this turn.\n"
+            f"Its output (stdout and stderr) goes to {job.log_path}.\n"
+            f'Use the process tool with job_id "{job_id}": {actions}.'
         ),
         display=(TextDisplay(f"$ {command}\n[{status}]", fence=""),),
-        raw_output={"pid": job.pid, "log": str(job.log_path), "background": True},
+        raw_output={"pid": job.pid, "log": str(job.log_path), "background": True, "job_id": job_id,
+                    "stdin": stdin},
     )
+
+
+def restore_terminal(scope: ToolScope, raw_output: Any) -> None:
+    """A reloaded session's new background jobs get ids after those its stored calls used."""
+    if isinstance(raw_output, dict) and isinstance(raw_output.get("job_id"), str):
+        found = re.fullmatch(r"job-(\d{1,9})", raw_output["job_id"])
+        if found:
+            scope.state.get(BACKGROUND_JOBS).ids_used(int(found.group(1)))
 
 
 TERMINAL_TOOL = Tool(
@@ -307,4 +503,5 @@ TERMINAL_TOOL = Tool(
     access=Access.EXECUTE,
     parallel_safe=False,
     present=present_terminal,
+    restore=restore_terminal,
 )

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from acp import RequestError
 
-from acp_hermes.adapter.render import locations, render_update, tool_content
+from acp_hermes.adapter.render import locations, render_update, subagent_ended, subagent_started, tool_content
 from acp_hermes.adapter.sdk import transport_of
-from acp_hermes.core.events import Event, ToolCallFinished
+from acp_hermes.core.events import ChildEnded, ChildEvent, ChildStarted, Event, ToolCallFinished
 from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
 from acp_hermes_memory.fs import check_unchanged
 from acp_hermes_memory.values import value
@@ -121,14 +121,27 @@ _SHOWN_FIELDS = ("kind", "locations")  # the title asked with adds the reason to
 
 
 class SessionUpdates:
-    """The event sink of one session: every event becomes a ``session/update``."""
+    """The event sink of one session: every event becomes a ``session/update``.
 
-    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None) -> None:
+    Its children's events (``core.delegation``) go out only to a client that advertised
+    ``subagents``: each child announced with ``subagent_update`` on this session before anything
+    names it, its own events as updates of the child's session, its end as one idle state. Any
+    other client follows the children on the delegate call's card.
+    """
+
+    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None, *,
+                 subagents: bool = False) -> None:
         self._link = link
         self._session_id = session_id
         self.view = view or ClientView()
+        self._subagents = subagents
+        self._children: dict[str, SessionUpdates] = {}
 
     async def emit(self, event: Event) -> None:
+        if isinstance(event, ChildStarted | ChildEvent | ChildEnded):
+            if self._subagents:
+                await self._child(event)
+            return
         update = render_update(event)
         if isinstance(event, ToolCallFinished):
             output = self.view.finished(event.call_id, event.display)
@@ -137,10 +150,24 @@ class SessionUpdates:
                 update["rawOutput"] = {**raw, "output": output}
         if not self.view.shown(update):
             return
+        await self._send(update)
+
+    async def _send(self, update: dict[str, Any]) -> None:
         try:
             await self._link.update(self._session_id, update)
         except ConnectionError:
-            log.debug("client gone; dropped %s", type(event).__name__)
+            log.debug("client gone; dropped %s", update["sessionUpdate"])
+
+    async def _child(self, event: ChildStarted | ChildEvent | ChildEnded) -> None:
+        if isinstance(event, ChildStarted):
+            self._children[event.child_id] = SessionUpdates(self._link, event.child_id, subagents=True)
+            await self._send(subagent_started(event))
+        elif isinstance(event, ChildEvent):
+            child = self._children.get(event.child_id)
+            if child is not None:
+                await child.emit(event.event)
+        elif self._children.pop(event.child_id, None) is not None:
+            await self._send(subagent_ended(event))
 
 
 class PermissionRequests:
@@ -196,6 +223,7 @@ class ClientAbilities:
     write_files: bool = False
     terminals: bool = False
     forms: bool = False  # form elicitation: questions to the user while a turn waits
+    subagents: bool = False  # shows child sessions (unstable ``subagents``): subagent_update and their own updates
 
 
 class ClientEditor(LocalEditor):

@@ -13,6 +13,8 @@ from typing import Any
 from acp_hermes.core.events import (
     AgentText,
     AgentThought,
+    ChildEnded,
+    ChildStarted,
     Event,
     TitleChanged,
     ToolCallFinished,
@@ -123,8 +125,31 @@ def render_update(event: Event) -> dict[str, Any]:
         if event.cost_usd is not None:
             update["cost"] = {"amount": round(event.cost_usd, 6), "currency": "USD"}
         return update
-    assert isinstance(event, TitleChanged)
+    assert isinstance(event, TitleChanged), f"{type(event).__name__} is not rendered as one update"
     update = {"sessionUpdate": "session_info_update", "title": event.title}
     if event.updated_at is not None:
         update["updatedAt"] = event.updated_at
     return update
+
+
+# A child session: the parent may cancel one child's work, and says so (unstable SubagentSessionCapabilities).
+_CHILD_CAPABILITIES: dict[str, Any] = {"cancel": {}}
+
+
+def subagent_started(event: ChildStarted) -> dict[str, Any]:
+    """A child session announced on its parent: running, with its task as title."""
+    return {"sessionUpdate": "subagent_update", "sessionId": event.child_id, "title": event.title,
+            "description": event.description, "capabilities": _CHILD_CAPABILITIES, "state": {"state": "running"}}
+
+
+def subagent_ended(event: ChildEnded) -> dict[str, Any]:
+    """A child's one terminal state: idle, with why it stopped and the tokens it used."""
+    usage = event.usage
+    state: dict[str, Any] = {"state": "idle", "stopReason": event.stop_reason, "usage": {
+        "totalTokens": usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+        "cachedReadTokens": usage.cache_read_tokens, "cachedWriteTokens": usage.cache_write_tokens}}
+    if event.failure is not None:
+        state["stopReason"] = "error"
+        state["error"] = {"code": -32603, "message": event.failure}
+    return {"sessionUpdate": "subagent_update", "sessionId": event.child_id, "state": state}

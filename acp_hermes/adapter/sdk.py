@@ -8,6 +8,7 @@ attribute used here against the installed SDK, so an SDK change fails there firs
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -48,3 +49,21 @@ def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[A
         return await delete(request.session_id)
 
     router.add_route(Route(method="session/delete", func=handle, kind="request"))
+
+
+def observe_initialize(engine: Connection, observe: Callable[[Any], None]) -> None:
+    """Hand ``initialize``'s raw ``clientCapabilities`` to ``observe`` before the handler runs: the SDK's
+    model of them drops the fields it does not know, such as the unstable ``subagents``."""
+    router = engine._handler
+    if not isinstance(router, MessageRouter):  # an SDK change we must notice, not paper over
+        raise TypeError(f"unexpected ACP router type {type(router).__name__}")
+    route = router._requests["initialize"]
+    handle = route.func
+    if handle is None:
+        raise TypeError("the SDK routes initialize to nothing")
+
+    async def observed(params: Any) -> Any:
+        observe(params.get("clientCapabilities") if isinstance(params, dict) else None)
+        return await handle(params)
+
+    router.add_route(dataclasses.replace(route, func=observed))

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-import uuid
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +32,10 @@ from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
-from acp_hermes.adapter.sdk import json_rpc_engine, route_session_delete
+from acp_hermes.adapter.sdk import json_rpc_engine, observe_initialize, route_session_delete
 from acp_hermes.config import ConfigError, Paths, Settings, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
-from acp_hermes.core.commands import menu, remember, run_command, skill_prompt
+from acp_hermes.core.commands import Handled, handle, menu
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
 from acp_hermes.core.runtime import Runtime
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 
     from acp.agent.connection import AgentSideConnection
 
-    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import MessageRecord, SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ class HermesAgent:
         self._watching_skills = False
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._failed_creations: dict[str, str] = {}  # session/new answered, but storing the session failed
+        self._shows_subagents = False  # set from initialize's raw capabilities
 
     # -- plumbing
 
@@ -92,12 +91,19 @@ class HermesAgent:
         self._manager = SessionManager(
             self.runtime,
             SessionWiring(
-                sink_for=lambda sid: SessionUpdates(link, sid, view(sid)),
+                sink_for=lambda sid: SessionUpdates(link, sid, view(sid), subagents=self._abilities.subagents),
                 asker_for=lambda sid: PermissionRequests(link, sid, view(sid)),
                 editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid)),
+                opened=self._opened,
             ),
+            self.spawn,
         )
         route_session_delete(engine, self.delete_session)
+        observe_initialize(engine, self._raw_capabilities)
+
+    def _raw_capabilities(self, capabilities: Any) -> None:
+        """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""
+        self._shows_subagents = isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict)
 
     @property
     def manager(self) -> SessionManager:
@@ -124,14 +130,8 @@ class HermesAgent:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task failed", exc_info=task.exception())
 
-    def _session(self, session_id: str) -> Session:
-        try:
-            return self.manager.get(session_id)
-        except SessionNotFoundError:
-            failure = self._failed_creations.get(session_id)
-            if failure is not None:
-                raise SessionCreationFailed(session_id, failure) from None
-            raise
+    async def _session(self, session_id: str) -> Session:
+        return await self.manager.get(session_id)  # waits while it is being built
 
     def _settings(self) -> Settings:
         return self.runtime.settings
@@ -171,6 +171,7 @@ class HermesAgent:
             write_files=bool(fs.get("writeTextFile")),
             terminals=bool(caps.get("terminal")),
             forms=_plain(caps.get("elicitation")).get("form") is not None,  # `{}` advertises forms
+            subagents=self._shows_subagents,
         )
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
@@ -242,11 +243,9 @@ class HermesAgent:
             "configOptions": config_options(choices, self._settings()),
         }
 
-    def _after_open(self, session: Session, mcp_servers: list[Any] | None) -> None:
-        """What a client expects right after a session appears: commands, usage; warm imports; its MCP servers."""
-        session.on_first_exchange = self._name_session
-        session.spawn = self.spawn
-        session.connect_mcp(specs_from_acp(mcp_servers))
+    def _opened(self, session: Session) -> None:
+        """What a client expects right after a session appears: commands, usage; warm imports.
+        The manager calls it once the session is built (and its MCP servers are starting)."""
 
         async def announce() -> None:
             await self._announce_menu(session, force=True)
@@ -280,54 +279,36 @@ class HermesAgent:
                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails session/new itself
-        session_id = str(uuid.uuid4())
-        self.spawn(self._create(session_id, root, extra, mcp_servers))
-        return {"sessionId": session_id, **self._choices_state(self.manager.new_choices())}
-
-    async def _create(self, session_id: str, root: Path, extra: tuple[Path, ...],
-                      mcp_servers: list[Any] | None = None) -> None:
-        """Build and store a new session just after session/new has answered.
-
-        Building means reading SOUL.md, memory and context files, scanning them for injection
-        and storing the frozen system prompt (tens of ms with a big AGENTS.md): none of that has
-        to delay the answer. This coroutine never awaits, so it runs whole, before the handler of
-        any request that comes after session/new: every such request finds the session ready.
-        """
-        try:
-            session = self.manager.create(root, extra, session_id)
-        except Exception as exc:
-            log.exception("session %s could not be created in %s", session_id, root)
-            self._failed_creations[session_id] = f"{type(exc).__name__}: {exc}"
-            return
-        log.info("session %s created in %s", session.id, root)
-        self._after_open(session, mcp_servers)
+        # The answer does not wait for the session: building it means reading SOUL.md, memory and
+        # context files, scanning them for injection and storing the frozen system prompt (tens of
+        # ms with a big AGENTS.md). The manager builds it just after; requests on it wait for that.
+        new = self.manager.create_soon(root, extra, mcp_servers=lambda: specs_from_acp(mcp_servers))
+        return {"sessionId": new.id, **self._choices_state(new.choices)}
 
     @translated
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        # One read serves both the history and the replay (5,000 messages take ~0.1 s to read),
-        # and it runs off the event loop so other sessions keep streaming meanwhile.
-        self.spawn(anyio.to_thread.run_sync(self.runtime.import_session_code))  # beside the read, not after it
-        rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
-        session, stored = self.manager.restore(session_id, root, extra, rows)
+        # The manager reads the rows once, off the event loop, for both the history and the replay.
+        session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers),
+                                                show=self._replay)
+        return self._choices_state(session.choices)
+
+    async def _replay(self, session: Session, rows: Sequence[MessageRecord]) -> None:
+        """What session/load shows of a restored session before anything else: its history, its title."""
         from acp_hermes.adapter.replay import replay_updates
 
-        await self.link.updates(session.id, replay_updates(stored))
+        await self.link.updates(session.id, replay_updates(rows))
         if session.title:
             await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
-        self._after_open(session, mcp_servers)
-        return self._choices_state(session.choices)
 
     @translated
     async def resume_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        session, _ = self.manager.restore(session_id, root, extra)
-        self._after_open(session, mcp_servers)
+        session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
         return self._choices_state(session.choices)
 
     @translated
@@ -335,20 +316,19 @@ class HermesAgent:
                            mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         root, extra = self._workspace(cwd, additional_directories)
         self._require_ready()
-        session = self.manager.fork(session_id, root, extra)
-        self._after_open(session, mcp_servers)
+        session = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
         if session.title:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
         return {"sessionId": session.id, **self._choices_state(session.choices)}
 
     @translated
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
-        self.manager.close(session_id)
+        await self.manager.close(session_id)
         return {}
 
     @translated
     async def delete_session(self, session_id: str) -> dict[str, Any]:
-        self.manager.delete(session_id)
+        await self.manager.delete(session_id)
         return {}
 
     @translated
@@ -383,7 +363,7 @@ class HermesAgent:
 
     @translated
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> dict[str, Any]:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         session.set_choice(config_id, value)
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
@@ -392,7 +372,7 @@ class HermesAgent:
 
     @translated
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         session.set_choice(MODE_OPTION, mode_id)
         self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
                                                  "configOptions": config_options(session.choices, self._settings())}))
@@ -402,54 +382,44 @@ class HermesAgent:
 
     @translated
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
-        session = self._session(session_id)
+        session = await self._session(session_id)
         blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
             if isinstance(uri, str):
                 _no_nul(uri, f"prompt[{number}].uri")
-        parts = to_parts(blocks)
-        reply = await run_command(session, parts)
-        if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
-            parts, reply = list(reply.turn), None
-        if reply is None:
-            parts = await skill_prompt(session, parts) or parts
-            try:
-                return {"stopReason": await session.prompt(parts)}
-            finally:
-                self.spawn(self._announce_menu(session))  # after the answer: a turn may have changed skills
-        if reply.changed_option is not None:
-            await self._announce_choice(session, reply.changed_option)
-        message_id = str(uuid.uuid4())
-        await self.link.update(session.id, render_update(AgentText(message_id, reply.text)))
-        await remember(session, parts, reply, message_id)
-        return {"stopReason": "end_turn"}
+        # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
+        handled: Handled | None = None
+        try:
+            handled = await handle(session, to_parts(blocks))
+        finally:
+            if handled is None or handled.reply is None:  # after the answer: a turn may have changed skills
+                self.spawn(self._announce_menu(session))
+        if handled.reply is not None:  # a slash command's reply, stored already
+            if handled.reply.changed_option is not None:
+                await self._announce_choice(session, handled.reply.changed_option)
+            await self.link.update(session.id, render_update(AgentText(handled.message_id, handled.reply.text)))
+        return {"stopReason": handled.stop_reason}
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:
-            session = self.manager.get(session_id)
-        except SessionNotFoundError:
+            session = await self.manager.get(session_id)  # one still being built: once it is
+        except (SessionNotFoundError, SessionCreationFailed):
             log.warning("session/cancel for unknown session %s ignored", session_id)
             return
         session.cancel()
 
-    def _name_session(self, session: Session) -> None:
-        from acp_hermes.core.titles import name_session
-
-        self.spawn(name_session(session))
-
     def client_gone(self) -> None:
         """The editor closed stdin: nobody is left to watch the running turns, so stop them now."""
         if self._manager is not None:
-            for session in self._manager.live():
-                session.close()
+            self._manager.close_all()
 
     async def shutdown(self) -> None:
         """Stop every turn and background task, let each store what it has, then close the stores."""
-        sessions = self._manager.live() if self._manager is not None else []
-        for session in sessions:
-            session.close()
+        sessions = self._manager.close_all() if self._manager is not None else []
         with anyio.move_on_after(SHUTDOWN_GRACE_SECONDS):
+            if self._manager is not None:
+                await self._manager.wait_built()  # a session/new just answered: its row is stored whole
             for session in sessions:
                 await session.wait_until_idle()
             tasks = list(self._tasks)

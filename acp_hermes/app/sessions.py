@@ -2,7 +2,9 @@
 
 Every subcommand reads the same `state.db` the editors' sessions live in; `--json` prints machine-
 readable output for scripts. A compacted session is one conversation here as in the editor: its
-continuation segments are shown, exported and deleted with it.
+continuation segments are shown, exported and deleted with it. Subagent sessions (what a session's
+``delegate_task`` calls did) are listed and found here, unlike in the editor's list, marked
+``subagent of <parent>``; they are deleted with the session that started them.
 """
 
 from __future__ import annotations
@@ -52,7 +54,14 @@ def run_sessions(args: argparse.Namespace) -> int:
 
 def _record(record: SessionRecord) -> dict[str, Any]:
     return {"id": record.id, "title": record.title, "cwd": record.cwd, "messages": record.message_count,
-            "started_at": _when(record.started_at), "updated_at": _when(record.updated_at), "model": record.model}
+            "started_at": _when(record.started_at), "updated_at": _when(record.updated_at), "model": record.model,
+            "source": record.source, "parent_session_id": record.parent_session_id}
+
+
+def _marker(record: SessionRecord | None) -> str:
+    """``  (subagent of 1a2b3c4d)`` after a subagent session's title; nothing after any other."""
+    label = record.subagent_label if record is not None else None
+    return f"  ({label})" if label else ""
 
 
 def _when(timestamp: float) -> str:
@@ -60,7 +69,7 @@ def _when(timestamp: float) -> str:
 
 
 def _list(db: SessionDB, args: argparse.Namespace) -> int:
-    records, _ = db.list_sessions(cwd=args.cwd, limit=max(1, args.limit))
+    records, _ = db.list_sessions(cwd=args.cwd, limit=max(1, args.limit), include_subagents=True)
     if args.json:
         print(json.dumps([_record(record) for record in records], indent=2))
         return 0
@@ -68,7 +77,7 @@ def _list(db: SessionDB, args: argparse.Namespace) -> int:
         print("No sessions yet.")
     for record in records:
         print(f"{record.id}  {_when(record.updated_at)[:16]}  {record.message_count:>5} msgs  "
-              f"{record.title or '(untitled)'}  [{record.cwd}]")
+              f"{record.title or '(untitled)'}{_marker(record)}  [{record.cwd}]")
     return 0
 
 
@@ -160,8 +169,10 @@ def _search(db: SessionDB, args: argparse.Namespace) -> int:
 
     query = " ".join(args.words)
     result = anyio.run(lambda: recall(db, query, current_session=None, limit=10))
+    records = {s.session_id: db.get_session(s.session_id) for s in result.sessions}
     if args.json:
         print(json.dumps([{"id": s.session_id, "title": s.title, "updated_at": _when(s.updated_at),
+                           **_origin(records[s.session_id]),
                            "excerpts": [{"text": e.text, "marks": [list(m) for m in e.marks]} for e in s.excerpts]}
                           for s in result.sessions], indent=2, ensure_ascii=False))
         return 0
@@ -169,10 +180,17 @@ def _search(db: SessionDB, args: argparse.Namespace) -> int:
         print(f"No session mentions {query!r}." + (f" ({result.notice})" if result.notice else ""))
     opening, closing = _highlight()
     for found in result.sessions:
-        print(f"{found.session_id}  {_when(found.updated_at)[:16]}  {found.title or '(untitled)'}")
+        print(f"{found.session_id}  {_when(found.updated_at)[:16]}  {found.title or '(untitled)'}"
+              f"{_marker(records[found.session_id])}")
         for excerpt in found.excerpts[:2]:
             print(f"    {excerpt.render(opening, closing, _printable)}")
     return 0
+
+
+def _origin(record: SessionRecord | None) -> dict[str, Any]:
+    """Where a found session came from (deleted since the search: unknown)."""
+    return {"source": record.source if record else None,
+            "parent_session_id": record.parent_session_id if record else None}
 
 
 def _highlight() -> tuple[str, str]:
@@ -225,16 +243,19 @@ def _delete(db: SessionDB, args: argparse.Namespace) -> int:
     record = _session(db, args.session_id)
     if record is None:
         return 1
+    subagents = db.subagent_ids(record.id)
     if not args.yes:
         if not sys.stdin.isatty():
             print("acp-hermes: add --yes to delete without a question", file=sys.stderr)
             return 2
-        answer = input(f"Delete “{record.title or record.id}” and its {record.message_count} messages? [y/N] ")
+        theirs = " and its subagents' sessions" if subagents else ""
+        answer = input(f"Delete “{record.title or record.id}” and its {record.message_count} messages{theirs}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Kept.")
             return 1
-    segments = [segment.id for segment in db.segments(record.id)]
-    for segment in segments:
-        db.delete_session(segment)
-    print(json.dumps({"deleted": segments}) if args.json else f"Deleted {record.id}.")
+    deleted = [segment.id for segment in db.segments(record.id)] + subagents
+    for session_id in deleted:
+        db.delete_session(session_id)
+    theirs = f" and {len(subagents)} sessions of its subagents" if subagents else ""
+    print(json.dumps({"deleted": deleted}) if args.json else f"Deleted {record.id}{theirs}.")
     return 0

@@ -1,13 +1,17 @@
-"""Slash commands, answered locally without a model call.
+"""What a prompt is, and slash commands, answered locally without a model call.
 
-Each command returns a ``CommandReply``: the text to show and which session option it changed,
-if any; whoever drives the session (the ACP adapter) shows the text and announces the change,
-then ``remember``s the exchange: a reloaded session shows it again, the model never sees it.
-An unknown ``/word`` is not a command: it goes to the model as ordinary text.
+``handle`` is the one entry point for what the user sent: it decides whether the parts are a slash
+command, a skill invocation (``/<skill> request``: the skill loaded in front of the request) or a
+model turn, and runs it. Each command returns a ``CommandReply``: the text to show and which session
+option it changed, if any; ``handle`` ``remember``s the exchange (a reloaded session shows it again,
+the model never sees it) and hands the reply back, for whoever drives the session (the ACP adapter)
+to announce the change and show the text. An unknown ``/word`` is not a command: it goes to the
+model as ordinary text.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -22,6 +26,7 @@ from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
+    from acp_hermes.core.loop import StopReason
     from acp_hermes.core.session import Session
 
 
@@ -30,6 +35,17 @@ class CommandReply:
     text: str
     changed_option: str | None = None  # the id of the session option the command changed
     turn: tuple[PromptPart, ...] | None = None  # run this as a model turn instead of showing ``text``
+
+
+@value
+class Handled:
+    """What one prompt came to. A model turn (a skill's too): its stop reason; what it said went to
+    the session's event sink. A slash command: ``end_turn`` and its ``reply``, already stored for
+    replay as message ``message_id``; the caller announces ``reply.changed_option`` and shows the text."""
+
+    stop_reason: StopReason
+    reply: CommandReply | None = None
+    message_id: str = ""
 
 
 @value
@@ -255,6 +271,22 @@ async def run_command(session: Session, parts: Sequence[PromptPart]) -> CommandR
         return None
     command, arg = parsed
     return await command.run(session, arg)
+
+
+async def handle(session: Session, parts: Sequence[PromptPart]) -> Handled:
+    """Run what the user sent: a slash command, a skill invocation or a model turn (queued behind a
+    running turn, like any prompt). A subagent's session takes none: its parent drives it."""
+    if session.subagent is not None:
+        raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; it takes no prompts")
+    reply = await run_command(session, parts)
+    if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
+        parts, reply = list(reply.turn), None
+    if reply is None:
+        parts = await skill_prompt(session, parts) or parts
+        return Handled(await session.prompt(parts))
+    message_id = str(uuid.uuid4())
+    await remember(session, parts, reply, message_id)
+    return Handled("end_turn", reply, message_id)
 
 
 async def remember(session: Session, parts: Sequence[PromptPart], reply: CommandReply, message_id: str) -> None:

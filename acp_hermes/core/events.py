@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from acp_hermes.model.types import Usage
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
 
@@ -66,6 +67,37 @@ class TitleChanged:
     updated_at: str | None = None
 
 
+@value
+class ChildStarted:
+    """A delegated task's child session starts (``core.delegation``), announced on its parent before
+    anything that names it. ``call_id`` is the parent's ``delegate_task`` call."""
+
+    call_id: str
+    child_id: str
+    title: str
+    description: str
+
+
+@value
+class ChildEvent:
+    """Something that happened in child session ``child_id``, reported on its parent's sink: a client
+    that shows child sessions gets it as that session's update; any other has the delegate card."""
+
+    child_id: str
+    event: Event
+
+
+@value
+class ChildEnded:
+    """A child session's work is over: exactly one per ``ChildStarted``. ``failure`` says why a child
+    whose model failed stopped (its ``stop_reason`` is then ``end_turn``)."""
+
+    child_id: str
+    stop_reason: str
+    usage: Usage
+    failure: str | None = None
+
+
 Event = (
     AgentText
     | AgentThought
@@ -75,6 +107,9 @@ Event = (
     | PlanUpdated
     | UsageReported
     | TitleChanged
+    | ChildStarted
+    | ChildEvent
+    | ChildEnded
 )
 
 

@@ -85,6 +85,7 @@ class TurnResult:
     context_tokens: int = 0  # what the last model call measured (0: none did, or a compaction followed)
     measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
+    failure: str | None = None  # why the turn broke off (the model failed), told to the user
 
 
 @dataclass
@@ -135,6 +136,7 @@ class AgentLoop:
         scope: ToolScope,
         hints: Hints | None = None,
         compact_if_due: CompactionHook | None = None,
+        pending_notes: Callable[[], str] | None = None,
     ) -> None:
         self._provider = provider
         self._registry = registry
@@ -145,6 +147,7 @@ class AgentLoop:
         self._scope = scope
         self._hints = hints
         self._compact_if_due = compact_if_due
+        self._pending_notes = pending_notes  # what the model should hear with the next tool result (jobs that ended)
         self._open: dict[str, _Call] = {}
         self._budget_note = ""  # added to the next tool result, then cleared
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
@@ -281,6 +284,7 @@ class AgentLoop:
     async def _end_early(self, message_id: str, text: list[str], thinking: list[str], problem: str) -> None:
         """A model message that could not be completed: keep what was shown (marked incomplete), close
         the calls it announced, and tell the user why the turn stops here."""
+        self.result.failure = problem
         await self._save_partial(message_id, text, thinking, "incomplete")
         await self._fail_open_calls("The model's message broke off before this call could run.")
         await self._sink.emit(AgentText(str(uuid.uuid4()), f"\n\n⚠️ {problem}\n"))
@@ -333,6 +337,8 @@ class AgentLoop:
         text = result.text
         if self._hints is not None and call.arguments:
             text += self._hints.check_tool_call(call.name, call.arguments)
+        if self._pending_notes is not None:
+            text += self._pending_notes()
         text, self._budget_note = text + self._budget_note, ""
         if result.ends_turn is not None:
             self._handover = result.ends_turn

@@ -49,6 +49,8 @@ class Runtime:
     _db: SessionDB | None = None
     _db_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _build_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the warm-up builds on a thread
+    # Sessions are built on worker threads (core.sessions): the stores they share are made once.
+    _stores_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _memory: MemoryStore | None = None
     _grants: GrantStore | None = None
     _skills: dict[Path, SkillStore] = field(default_factory=dict)  # by project: sessions there share the index
@@ -95,39 +97,43 @@ class Runtime:
 
     @property
     def memory(self) -> MemoryStore:
-        if self._memory is None:
-            from acp_hermes_memory.store import MemoryStore
+        with self._stores_lock:
+            if self._memory is None:
+                from acp_hermes_memory.store import MemoryStore
 
-            self._memory = MemoryStore(
-                self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
-            )
-        return self._memory
+                self._memory = MemoryStore(
+                    self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
+                )
+            return self._memory
 
     def skills_for(self, cwd: Path) -> SkillStore:
         """The skills a session in ``cwd`` sees: ``$HERMES_HOME/skills``, then the configured
         folders and the project's ``.hermes/skills`` (read-only; the home folder wins a name)."""
-        store = self._skills.get(cwd)
-        if store is None:
-            from acp_hermes_memory.skills import SkillStore
+        with self._stores_lock:
+            store = self._skills.get(cwd)
+            if store is None:
+                from acp_hermes_memory.skills import SkillStore
 
-            external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
-            store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
-        return store
+                external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
+                store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
+            return store
 
     @property
     def grants(self) -> GrantStore:
-        if self._grants is None:
-            self._grants = GrantStore(self.paths.permissions_file)
-        return self._grants
+        with self._stores_lock:
+            if self._grants is None:
+                self._grants = GrantStore(self.paths.permissions_file)
+            return self._grants
 
     @staticmethod
     def import_session_code() -> None:
         """Import what building a session needs beyond ``initialize`` (its sandbox, skills store and
-        learning-loop counters). Blocking and idempotent: ``session/load`` runs it on a thread while
-        it reads the session's rows, instead of after them."""
+        learning-loop counters). Blocking and idempotent: the session manager runs it on a thread
+        (restoring a session, beside the read of its rows), so the event loop does not import them."""
         import acp_hermes.core.review  # noqa: F401
         import acp_hermes_memory.skills  # noqa: F401
-        import acp_hermes_tools.sandbox  # noqa: F401
+        import acp_hermes_tools.sandbox
+        import acp_hermes_tools.secret_links  # noqa: F401
 
     def warm_up(self) -> None:
         """Load what a turn needs before the first prompt asks for it. Blocking: run it in a thread

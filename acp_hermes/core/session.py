@@ -1,8 +1,15 @@
 """One session: its cwd, choices (mode, model, thinking), frozen system prompt, history and running turn.
 
+A ``Session`` is complete when it is constructed: ``core.sessions.SessionManager`` (the only code
+that builds one) passes in everything it reaches outside itself — its event sink, permission asker
+and editor, how it starts background work (``spawn``), what it does once its first exchange is done
+(``on_first_exchange``: name it) and how compaction rebuilds its system prompt (``rebuild_prompt``).
+Nothing is assigned afterwards.
+
 Prompts are serialised per session: one that arrives while a turn runs waits and runs next (in
 arrival order); ``cancel`` stops the running turn and every prompt queued before it, which all
-end ``cancelled``.
+end ``cancelled``. What a prompt is (a slash command, a skill, a model turn) is decided by
+``core.commands.handle``; ``prompt`` runs a model turn.
 """
 
 from __future__ import annotations
@@ -10,12 +17,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from acp_hermes.config import Settings
-from acp_hermes.core.choices import SessionChoices, apply_choice
+from acp_hermes.core.choices import MODE_OPTION, SessionChoices, apply_choice
 from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
@@ -31,14 +38,15 @@ if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from acp_hermes.core.compactor import Compaction, CompactionTarget
-    from acp_hermes.core.loop import StopReason, TurnSettings
+    from acp_hermes.core.lineage import SubagentSpec
+    from acp_hermes.core.loop import StopReason, TurnResult, TurnSettings
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_tools.mcp.connection import McpConnection
     from acp_hermes_tools.mcp.servers import McpServers
     from acp_hermes_tools.mcp.specs import McpServerSpec
-    from acp_hermes_tools.registry import ToolRegistry
+    from acp_hermes_tools.registry import Tool, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +56,18 @@ PLAN_MODE_NOTE = (
     "[Plan mode is on: the session is read-only. Explore with read-only tools and reply with a plan; "
     "edits and commands will be refused.]"
 )
+
+
+class ChildMaker(Protocol):
+    """How a session makes and ends its children, and its ``delegate_task`` tool that runs them
+    (``core.sessions.SessionManager``, with ``core.delegation``)."""
+
+    async def create_child(self, parent: Session, child_id: str, spec: SubagentSpec, sink: EventSink,
+                           asker: Asker) -> Session: ...
+
+    async def end_child(self, child_id: str) -> None: ...
+
+    def delegate_tool(self, parent: Session) -> Tool: ...
 
 
 class Session:
@@ -66,13 +86,29 @@ class Session:
         editor: Editor,
         sink: EventSink,
         asker: Asker,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        on_first_exchange: Callable[[Session], None],
+        rebuild_prompt: Callable[[], str],
         title: str | None = None,
+        children: ChildMaker,
+        parent_id: str | None = None,
+        subagent: SubagentSpec | None = None,
+        stored_tool_results: Sequence[tuple[str, Any]] = (),
+        context: tuple[int, int] = (0, 0),
     ) -> None:
-        from acp_hermes.core.review import Nudges  # sessions only: kept off start-up
+        from acp_hermes.core.job_notices import JobNotices  # sessions only: kept off start-up
+        from acp_hermes.core.review import Nudges
         from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
         from acp_hermes_tools.secret_links import SecretLinks
 
         self.id = session_id
+        self.parent_id = parent_id  # the session that started this one (a subagent's parent), if any
+        self.subagent = subagent  # what makes this session a delegated task's child, if it is one
+        self.depth = subagent.depth if subagent is not None else 0
+        # How it makes and ends its own children (delegate_task), and those running now: its cancel is theirs.
+        self.children_maker = children
+        self.children: dict[str, Session] = {}
+        self.last_turn: TurnResult | None = None  # what the last turn came to (a child's outcome is read from it)
         self.cwd = cwd
         self.additional_directories = additional_directories
         self.choices = choices
@@ -81,8 +117,7 @@ class Session:
         self.title = title
         # The context the last model call measured (or a compaction or a reload estimated), and how
         # many transcript messages it covers: later ones are estimated (``context_tokens``).
-        self.last_context_tokens = 0
-        self.measured_messages = 0
+        self.last_context_tokens, self.measured_messages = context
         self._runtime = runtime
         self._sink = sink
         self.editor = editor
@@ -94,6 +129,7 @@ class Session:
             hermes_home=runtime.paths.home,
             project=cwd,
             store=runtime.grants,
+            session_grants=subagent.grants if subagent is not None else None,
         )
         roots = (cwd, *additional_directories)
         self.tools = ToolScope(
@@ -116,25 +152,29 @@ class Session:
         self._hints = SubdirectoryHintTracker(cwd, additional_directories)
         # (tool name, raw output) of the calls a restored session had completed: its tools get their
         # state back from them when the first turn has loaded the tools anyway.
-        self.stored_tool_results: list[tuple[str, Any]] = []
+        self.stored_tool_results: list[tuple[str, Any]] = list(stored_tool_results)
         self._turn_lock: anyio.Lock | None = None  # made by the first prompt: session/new need not load anyio's backend
         self._cancel_epoch = 0
         self._scope: anyio.CancelScope | None = None
         self.closed = False
         # Called once, after the first turn that completes while the session has no title.
-        self.on_first_exchange: Callable[[Session], None] | None = None
+        self._on_first_exchange = on_first_exchange
         # A fresh system prompt for this session (memory, context files as they are now): compaction only.
-        self.rebuild_prompt: Callable[[], str] = lambda: self.system_prompt
-        # Runs a background job beside the session (set by whoever serves it): the learning loop's reviews.
-        self.spawn: Callable[[Coroutine[Any, Any, None]], None] | None = None
+        self._rebuild_prompt = rebuild_prompt
+        # Runs a background job beside the session: the learning loop's reviews, MCP servers, notices.
+        self._spawn = spawn
+        # Who hears of a background job's end, and when: the model (in a turn) or the user (idle).
+        self._job_notices = JobNotices(self.tools, sink, lambda: self.transcript, spawn)
         settings = runtime.settings
-        self.nudges = Nudges(settings.memory_nudge_interval if settings.learning_loop else 0,
-                             settings.skill_nudge_interval if settings.learning_loop else 0)
+        learning = settings.learning_loop and subagent is None  # a child's conversation is its parent's business
+        self.nudges = Nudges(settings.memory_nudge_interval if learning else 0,
+                             settings.skill_nudge_interval if learning else 0)
         self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
         self._reviews: set[anyio.CancelScope] = set()  # running background reviews: cancelled with the session
         self._naming_started = False
         self.mcp: McpServers | None = None  # this session's MCP servers (connect_mcp)
         self._mcp_registry: tuple[int, ToolRegistry] | None = None  # the registry with their tools, by version
+        self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -148,10 +188,23 @@ class Session:
     def db(self) -> SessionDB:
         return self._runtime.db
 
+    @property
+    def max_iterations(self) -> int:
+        """Model calls a turn may make."""
+        return self.subagent.max_iterations if self.subagent is not None else self._runtime.settings.max_iterations
+
+    @property
+    def cancel_epoch(self) -> int:
+        """Counts this session's cancels (and its close): a change means "stop what you started"."""
+        return self._cancel_epoch
+
     def set_choice(self, option_id: str, value: Any) -> None:
         apply_choice(self.choices, self._runtime.settings, option_id, value)
         self.gate.mode = self.choices.mode
         self._persist_choices()
+        if option_id == MODE_OPTION:  # a mode switched mid-delegation holds for the running children too
+            for child in list(self.children.values()):
+                child.set_choice(option_id, value)
 
     def _persist_choices(self) -> None:
         self._runtime.db.update_session(
@@ -163,8 +216,8 @@ class Session:
     def connect_mcp(self, from_editor: Sequence[McpServerSpec]) -> None:
         """Start the configured MCP servers and the editor's (which win a shared name), in the background.
 
-        Needs ``spawn``; nothing here waits for a server. A config entry that cannot be used is told to
-        the user like a server that fails.
+        Nothing here waits for a server. A config entry that cannot be used is told to the user like a
+        server that fails. The manager calls this as it opens the session.
         """
         settings = self._runtime.settings
         if not settings.mcp_servers and not from_editor:
@@ -176,10 +229,10 @@ class Session:
         for problem in problems:
             self._notify(f"⚠️ Ignoring an MCP server in the config: {problem}")
         specs = merged(configured, from_editor)
-        if not specs or self.spawn is None:
+        if not specs:
             return
         self.mcp = McpServers(specs, self.cwd, on_change=self._mcp_changed)
-        self.mcp.start(self.spawn)
+        self.mcp.start(self._spawn)
         log.info("session %s: connecting %d MCP server(s)", self.id, len(specs))
 
     def _mcp_changed(self, connection: McpConnection) -> None:
@@ -195,18 +248,33 @@ class Session:
         from acp_hermes.core.events import AgentText
 
         log.warning("session %s: %s", self.id, text)
-        if self.spawn is not None:
-            self.spawn(self._sink.emit(AgentText(f"notice-{uuid.uuid4()}", text + "\n\n")))
+        self._spawn(self._sink.emit(AgentText(f"notice-{uuid.uuid4()}", text + "\n\n")))
+
+    def base_tool_names(self) -> list[str]:
+        """The built-in tools, of which a child's toolsets pick."""
+        return self._runtime.registry.names
 
     @property
     def registry(self) -> ToolRegistry:
-        """The runtime's tools plus those of this session's MCP servers that are ready now."""
-        base = self._runtime.registry
+        """This session's tools (a child's: its toolsets'), ``delegate_task`` where it may delegate, and
+        the tools of its MCP servers that are ready now."""
+        if self._own_registry is None:
+            self._own_registry = self._tools_of_its_own()
+        base = self._own_registry
         if self.mcp is None or not self.mcp.tools():
             return base
         if self._mcp_registry is None or self._mcp_registry[0] != self.mcp.version:
             self._mcp_registry = (self.mcp.version, base.extended(self.mcp.tools()))
         return self._mcp_registry[1]
+
+    def _tools_of_its_own(self) -> ToolRegistry:
+        from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
+
+        tools = self._runtime.registry
+        may_delegate = self.settings.delegation.enabled
+        if self.subagent is not None:
+            tools, may_delegate = tools.only(self.subagent.tool_names), DELEGATE_TOOL_NAME in self.subagent.tool_names
+        return tools.extended([self.children_maker.delegate_tool(self)]) if may_delegate else tools
 
     def _tool_context(self, call_id: str, title: str, sink: ToolEventSink) -> ToolContext:
         return ToolContext(call_id=call_id, scope=self.tools, editor=self.editor, gate=self.gate, sink=sink,
@@ -221,7 +289,7 @@ class Session:
             model=self.choices.model,
             max_tokens=settings.max_output_tokens,
             thinking_budget=None if level == "off" else settings.thinking_budgets.get(level),
-            max_iterations=settings.max_iterations,
+            max_iterations=self.max_iterations,
             cache_ttl=settings.cache_ttl,
         )
 
@@ -254,6 +322,7 @@ class Session:
             content.append({"type": "text", "text": hint.strip()})
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
+        content.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
         if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
@@ -271,6 +340,7 @@ class Session:
             scope=self.tools,
             hints=self._hints,
             compact_if_due=self._compact_between_calls,
+            pending_notes=self._job_notices.pending_notes,
         )
         stop: StopReason = "cancelled"
         with anyio.CancelScope() as scope:
@@ -280,14 +350,16 @@ class Session:
             finally:
                 self._scope = None
         result = loop.result  # also what a cancelled turn used before it stopped
+        self.last_turn = result
         if result.model_calls:
             await self._account(result.usage, result.model_calls)
         if result.context_tokens:  # measured after any compaction of this turn; a cancelled call measured nothing
             self.last_context_tokens, self.measured_messages = result.context_tokens, result.measured_messages
         await self.report_usage()
-        if stop != "cancelled" and not self.title and not self._naming_started and self.on_first_exchange:
+        await self._job_notices.turn_ended()
+        if stop != "cancelled" and not self.title and not self._naming_started:
             self._naming_started = True
-            self.on_first_exchange(self)
+            self._on_first_exchange(self)
         if stop != "cancelled":
             self._nudge(result.tools_used, max(0, result.model_calls - 1))
         log.info("session %s: turn ended (%s)", self.id, stop)
@@ -319,8 +391,8 @@ class Session:
 
     def _nudge(self, tools_used: set[str], tool_calls: int) -> None:
         memory, skills = self.nudges.after_turn(tools_used, tool_calls)
-        if (memory or skills) and self.spawn is not None:
-            self.spawn(self._review(memory=memory, skills=skills))
+        if memory or skills:
+            self._spawn(self._review(memory=memory, skills=skills))
 
     async def _review(self, *, memory: bool, skills: bool) -> None:
         """A background review of the conversation as it is now (see ``core.review``)."""
@@ -392,7 +464,7 @@ class Session:
             model=self.choices.model, window=context_window(self.choices.model, settings),
             threshold=settings.compression_threshold, sink=self._sink, provider=self._runtime.provider,
             registry=self._runtime.registry, scope=self.tools, auxiliary=self.auxiliary, db=self._runtime.db,
-            make_context=self._tool_context, rebuild_prompt=self.rebuild_prompt, flush=settings.memory_flush,
+            make_context=self._tool_context, rebuild_prompt=self._rebuild_prompt, flush=settings.memory_flush,
         )
 
     async def _account(self, usage: Usage, model_calls: int) -> None:
@@ -414,12 +486,11 @@ class Session:
 
     async def report_usage(self) -> None:
         """Context used against the window (the same figure after any turn, cancelled or not, and
-        after a reload), and the session's cost so far."""
+        after a reload), and the session's cost so far, its subagents' included."""
         settings = self._runtime.settings
         cost = None
         if price_of(self.choices.model, settings) is not None:
-            record = await anyio.to_thread.run_sync(self._runtime.db.get_session, self.id)
-            cost = record.estimated_cost_usd if record is not None else 0.0
+            cost = await anyio.to_thread.run_sync(self._cost_so_far)
         await self._sink.emit(
             UsageReported(
                 used=self.context_tokens(),
@@ -427,6 +498,12 @@ class Session:
                 cost_usd=cost,
             )
         )
+
+    def _cost_so_far(self) -> float:
+        db = self._runtime.db
+        record = db.get_session(self.id)
+        own = record.estimated_cost_usd if record is not None else 0.0
+        return own + db.subagent_totals(self.id).cost_usd
 
     async def emit(self, event: Event) -> None:
         await self._sink.emit(event)
@@ -438,8 +515,10 @@ class Session:
                 pass
 
     def cancel(self) -> None:
-        """Stop the running turn and every prompt queued before now; idle → nothing happens."""
+        """Stop the running turn, its children and every prompt queued before now; idle → nothing happens."""
         self._cancel_epoch += 1
+        for child in list(self.children.values()):
+            child.cancel()
         if self._scope is not None:
             self._scope.cancel()
 

@@ -1,15 +1,35 @@
-"""The live sessions of this process, backed by the shared SessionDB: create, restore, fork, close, delete."""
+"""The live sessions of this process, backed by the shared SessionDB: the front door for sessions.
+
+``SessionManager`` is the one way to make a session and to find one: ``create`` (or ``create_soon``,
+which answers with the id and choices before the session is built), ``restore``, ``fork``, ``get``,
+``close`` and ``delete``. It builds each ``Session`` complete (sink, asker, editor, background work,
+title, prompt rebuild) and knows when each is ready: ``get`` waits for a session still being built,
+so a request that comes right after ``session/new`` finds it ready whatever order tasks run in. Its
+SessionDB work, and building the frozen system prompt, run off the event loop (``anyio.to_thread``).
+
+A child session (a future subagent) is made by the same call as the client's sessions::
+
+    child = await manager.create(parent.cwd, parent.additional_directories, parent_id=parent.id,
+                                 links=SessionLinks(sink=child_sink, asker=..., editor=parent.editor))
+
+It gets its own id, its parent's id (on ``Session.parent_id`` and the stored row's
+``parent_session_id``) and its own event sink; ``links`` replaces the client's wiring for it, so
+the client is not told it opened (``SessionWiring.opened`` is not called).
+"""
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from acp_hermes.core.choices import SessionChoices
-from acp_hermes.core.errors import SessionNotFoundError
+from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
@@ -20,38 +40,311 @@ from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Editor
 
 if TYPE_CHECKING:
+    from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
+    from acp_hermes_tools.mcp.specs import McpServerSpec
+    from acp_hermes_tools.registry import Tool
+
+log = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, None]], None]  # starts a background job beside the caller
+
+
+def _nothing(session: Session) -> None:
+    pass
 
 
 @value
 class SessionWiring:
-    """How a session reaches its client: per session id, where events go, who answers
-    permission questions, and the editor that does its file and command I/O."""
+    """How the client's sessions reach it: per session id, where events go, who answers
+    permission questions, and the editor that does its file and command I/O; and what the
+    client is told once a session is open (called before any request on it runs)."""
 
     sink_for: Callable[[str], EventSink]
     asker_for: Callable[[str], Asker]
     editor_for: Callable[[str], Editor]
+    opened: Callable[[Session], None] = _nothing
+
+
+@value
+class SessionLinks:
+    """One session's ends, given directly instead of through the wiring (a child session's)."""
+
+    sink: EventSink
+    asker: Asker
+    editor: Editor
+
+
+@value
+class NewSession:
+    """What ``create_soon`` knows at once: the new session's id and the choices it starts with."""
+
+    id: str
+    choices: SessionChoices
+
+
+@value
+class _Stored:
+    """A session as read from the SessionDB (off the event loop), ready to be built."""
+
+    record: SessionRecord
+    system_prompt: str
+    transcript: Transcript
+    rows: Sequence[MessageRecord]  # every segment's rows, for a replay
+    tool_results: list[tuple[str, Any]]
+    context: tuple[int, int]
+
+
+class _Opening:
+    """A session being built: requests on it wait here until it is ready (or could not be made).
+
+    Its event is made by the first waiter: ``create_soon`` runs on the way to the ``session/new``
+    answer, which must not load anyio's backend (DESIGN.md invariant 8)."""
+
+    __slots__ = ("_event", "done")
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+        self.done = False
+
+    async def wait(self) -> None:
+        if not self.done:
+            if self._event is None:
+                self._event = anyio.Event()
+            await self._event.wait()
+
+    def finish(self) -> None:
+        self.done = True
+        if self._event is not None:
+            self._event.set()
 
 
 class SessionManager:
-    def __init__(self, runtime: Runtime, wiring: SessionWiring) -> None:
+    """Makes, finds and ends sessions; ``spawn`` runs their background work (and ``create_soon``'s)."""
+
+    def __init__(self, runtime: Runtime, wiring: SessionWiring, spawn: Spawn) -> None:
         self.runtime = runtime
         self._wiring = wiring
+        self._spawn = spawn
         self._live: dict[str, Session] = {}
+        self._opening: dict[str, _Opening] = {}
+        self._failed: dict[str, str] = {}  # sessions create_soon answered for, but could not make
+        self._closing = False  # the client is gone: sessions still being built are closed when ready
 
     def live(self) -> list[Session]:
         return list(self._live.values())
 
-    def get(self, session_id: str) -> Session:
+    async def get(self, session_id: str) -> Session:
+        """The live session, once it is ready; unknown ids (and sessions that could not be made) raise."""
+        opening = self._opening.get(session_id)
+        if opening is not None:
+            await opening.wait()
         session = self._live.get(session_id)
         if session is None:
+            failure = self._failed.get(session_id)
+            if failure is not None:
+                raise SessionCreationFailed(session_id, failure)
             raise SessionNotFoundError(session_id)
         return session
 
-    def _build(
-        self, record: SessionRecord, rows: Sequence[MessageRecord], cwd: Path, extra: tuple[Path, ...]
+    # -- making sessions
+
+    def new_choices(self) -> SessionChoices:
+        """What a new session starts with: known before it is built and stored."""
+        settings = self.runtime.settings
+        return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
+
+    def create_soon(self, cwd: Path, extra: tuple[Path, ...] = (), *,
+                    mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple) -> NewSession:
+        """``create`` in the background: the id and choices now (what ``session/new`` answers with),
+        the session once built; ``get`` waits for it, and raises ``SessionCreationFailed`` if it
+        could not be made. ``mcp_servers`` is called as the session is built (converting the
+        editor's list imports code the answer need not wait for)."""
+        self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails the caller itself
+        new = NewSession(str(uuid.uuid4()), self.new_choices())
+        self._opening[new.id] = _Opening()
+        self._spawn(self._create_in_background(new, cwd, extra, mcp_servers))
+        return new
+
+    async def _create_in_background(self, new: NewSession, cwd: Path, extra: tuple[Path, ...],
+                                    mcp_servers: Callable[[], Sequence[McpServerSpec]]) -> None:
+        try:
+            await self.create(cwd, extra, session_id=new.id, choices=new.choices, mcp_servers=mcp_servers())
+        except Exception as exc:
+            log.exception("session %s could not be created in %s", new.id, cwd)
+            self._failed[new.id] = f"{type(exc).__name__}: {exc}"  # before a waiter runs: none has yet
+        finally:
+            opening = self._opening.pop(new.id, None)  # when create itself was never reached
+            if opening is not None:
+                opening.finish()
+
+    async def create(self, cwd: Path, extra: tuple[Path, ...] = (), *, session_id: str | None = None,
+                     parent_id: str | None = None, links: SessionLinks | None = None,
+                     choices: SessionChoices | None = None, subagent: SubagentSpec | None = None,
+                     mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
+        """A new session, stored with its frozen system prompt (built now), ready for prompts.
+
+        ``parent_id`` names the session that started it and ``links`` gives it its own ends (a
+        child session: see the module's docstring); ``choices`` default to ``new_choices()``."""
+        session_id = session_id or str(uuid.uuid4())
+        choices = choices or self.new_choices()
+        opening = self._opening.setdefault(session_id, _Opening())
+        try:
+            stored = await anyio.to_thread.run_sync(self._store_new, session_id, cwd, extra, choices, parent_id,
+                                                    subagent)
+            session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent)
+        finally:
+            self._opening.pop(session_id, None)
+            opening.finish()
+        log.info("session %s created in %s", session_id, cwd)
+        return session
+
+    def _store_new(self, session_id: str, cwd: Path, extra: tuple[Path, ...], choices: SessionChoices,
+                   parent_id: str | None, subagent: SubagentSpec | None = None) -> _Stored:
+        """Build the frozen system prompt and store the new session (blocking)."""
+        self.runtime.import_session_code()
+        from acp_hermes_memory.session_db import SUBAGENT_SOURCE
+
+        child = {} if subagent is None else {"source": SUBAGENT_SOURCE, "title": subagent.title}
+        record = self.runtime.db.create_session(
+            session_id,
+            cwd=str(cwd),
+            model=choices.model,
+            mode=choices.mode.value,
+            model_config=choices.as_config(),
+            system_prompt=self.system_prompt(session_id, cwd, extra, subagent),
+            parent_session_id=parent_id,
+            additional_directories=[str(p) for p in extra],
+            **child,
+        )
+        return self._read(record, ())
+
+    async def restore(
+        self, session_id: str, cwd: Path, extra: tuple[Path, ...] = (), *,
+        mcp_servers: Sequence[McpServerSpec] = (),
+        show: Callable[[Session, Sequence[MessageRecord]], Awaitable[None]] | None = None,
     ) -> tuple[Session, Sequence[MessageRecord]]:
-        """The live session for a stored one, and its rows as the session now has them."""
+        """The live session, or one rebuilt from the SessionDB, with its stored messages (every
+        segment's; of a session that is live, only when ``show`` wants them); unknown ids raise.
+
+        ``show`` is what the client sees of it before anything else happens on it (the replay of
+        ``session/load``): it runs before the MCP servers start and before the session is ready."""
+        opening = self._opening.get(session_id)
+        if opening is not None:  # restored by another request right now: that one builds it
+            await opening.wait()
+        live = self._live.get(session_id)
+        if live is not None:
+            rows: Sequence[MessageRecord] = ()
+            if show is not None:
+                rows = await anyio.to_thread.run_sync(self.runtime.db.messages, session_id)
+                await show(live, rows)
+            self._opened(live, None, mcp_servers)
+            return live, rows
+        opening = self._opening[session_id] = _Opening()
+        try:
+            # What a session needs beyond initialize is imported beside the read, not after it.
+            self._spawn(anyio.to_thread.run_sync(self.runtime.import_session_code))
+            stored = await anyio.to_thread.run_sync(self._read_stored, session_id, cwd)
+            session = self._build(stored, cwd, extra, None, None)
+            if show is not None:
+                await show(session, stored.rows)
+            self._opened(session, None, mcp_servers)
+        finally:
+            self._opening.pop(session_id, None)
+            opening.finish()
+        return session, stored.rows
+
+    def _read_stored(self, session_id: str, cwd: Path) -> _Stored:
+        """A stored session's record and rows, its cwd updated (blocking)."""
+        db = self.runtime.db
+        record = db.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError(session_id)
+        if record.subagent_label is not None:  # its parent drove it; as a session of its own it would lose its limits
+            raise InvalidInput(f"session {session_id} is the session of a subagent ({record.subagent_label}): it "
+                               "cannot be opened on its own; load its parent, or find its work with session_search")
+        rows = db.messages(session_id)  # ~0.1 s for 5,000 messages: one read serves history and replay
+        if str(cwd) != record.cwd:
+            db.update_session(session_id, cwd=str(cwd))
+        stored = self._read(record, rows)
+        self.runtime.import_session_code()  # done by now when restore started it beside the read
+        return stored
+
+    async def fork(self, source_id: str, cwd: Path, extra: tuple[Path, ...] = (), *,
+                   mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
+        """A new session holding a copy of ``source_id``'s conversation as it is now."""
+        source = self._live.get(source_id)
+        choices = None if source is None else (source.choices.mode.value, source.choices.model,
+                                               source.choices.as_config())
+        new_id = str(uuid.uuid4())
+        opening = self._opening[new_id] = _Opening()
+        try:
+            stored = await anyio.to_thread.run_sync(self._store_fork, source_id, new_id, cwd, extra, choices)
+            session = self._open(stored, cwd, extra, None, mcp_servers, None)
+        finally:
+            self._opening.pop(new_id, None)
+            opening.finish()
+        return session
+
+    def _store_fork(self, source_id: str, new_id: str, cwd: Path, extra: tuple[Path, ...],
+                    live_choices: tuple[str, str, dict[str, Any]] | None) -> _Stored:
+        db = self.runtime.db
+        if live_choices is not None:  # the live source's choices as they are now
+            mode, model, config = live_choices
+            db.update_session(source_id, mode=mode, model=model, model_config=config)
+        source_record = db.get_session(source_id)
+        if source_record is None:
+            raise SessionNotFoundError(source_id)
+        # A fork never has a first exchange of its own to be named after: it starts from the source's name.
+        title = f"{source_record.title} (fork)" if source_record.title else None
+        latest = db.segments(source_id)[-1].id  # after compactions: the history as it is now
+        record = db.fork_session(
+            latest, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title,
+            model=source_record.model, mode=source_record.mode, model_config=source_record.model_config,
+        )
+        self.runtime.import_session_code()
+        return self._read(record, db.messages(new_id))
+
+    def _read(self, record: SessionRecord, rows: Sequence[MessageRecord]) -> _Stored:
+        """What the live session for a stored one is built from, and its rows as the session now
+        has them (blocking: reads and may write the SessionDB)."""
+        db = self.runtime.db
+        # Compaction continues a conversation in new segments: the model sees the last one's
+        # history, the editor replays them all.
+        segments = db.segments(record.id) if rows else [record]
+        current = segments[-1]
+        later = [db.messages(segment.id) for segment in segments[1:]]
+        transcript = Transcript(current.id, db, history_from_rows(later[-1] if later else rows))
+        left_open = transcript.last_calls_left_open()
+        if left_open:  # the process that ran them was killed, or the editor quit mid-turn
+            transcript.close_interrupted(left_open, announced_calls(later[-1] if later else rows))
+            if later:
+                later[-1] = db.messages(current.id)
+            else:
+                rows = db.messages(record.id)
+        history_rows = later[-1] if later else rows
+        rows = [*rows, *(row for segment in later for row in segment)]
+        system_prompt = current.system_prompt or ""
+        tool_results = [
+            (row.tool_name, row.display.get("raw_output"))
+            for row in rows
+            if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
+            and row.display.get("status") == "completed"
+        ]
+        context = _restored_context(system_prompt, history_rows, len(transcript.messages), carried=bool(later))
+        return _Stored(record, system_prompt, transcript, rows, tool_results, context)
+
+    def _open(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
+              mcp_servers: Sequence[McpServerSpec], parent_id: str | None,
+              subagent: SubagentSpec | None = None) -> Session:
+        session = self._build(stored, cwd, extra, links, parent_id, subagent)
+        self._opened(session, links, mcp_servers)
+        return session
+
+    def _build(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
+               parent_id: str | None, subagent: SubagentSpec | None = None) -> Session:
+        """The live session for a stored one, complete (on the event loop: it may start work there)."""
+        record = stored.record
         settings = self.runtime.settings
         config = record.model_config or {}
         choices = SessionChoices(
@@ -59,47 +352,72 @@ class SessionManager:
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
         )
-        # Compaction continues a conversation in new segments: the model sees the last one's
-        # history, the editor replays them all.
-        segments = self.runtime.db.segments(record.id) if rows else [record]
-        current = segments[-1]
-        later = [self.runtime.db.messages(segment.id) for segment in segments[1:]]
-        transcript = Transcript(current.id, self.runtime.db, history_from_rows(later[-1] if later else rows))
-        left_open = transcript.last_calls_left_open()
-        if left_open:  # the process that ran them was killed, or the editor quit mid-turn
-            transcript.close_interrupted(left_open, announced_calls(later[-1] if later else rows))
-            if later:
-                later[-1] = self.runtime.db.messages(current.id)
-            else:
-                rows = self.runtime.db.messages(record.id)
-        history_rows = later[-1] if later else rows
-        rows = [*rows, *(row for segment in later for row in segment)]
+        session_id = record.id
         session = Session(
-            session_id=record.id,
+            session_id=session_id,
             cwd=cwd,
             additional_directories=extra,
             choices=choices,
-            system_prompt=current.system_prompt or "",
-            transcript=transcript,
+            system_prompt=stored.system_prompt,
+            transcript=stored.transcript,
             runtime=self.runtime,
-            editor=self._wiring.editor_for(record.id),
-            sink=self._wiring.sink_for(record.id),
-            asker=self._wiring.asker_for(record.id),
+            editor=links.editor if links is not None else self._wiring.editor_for(session_id),
+            sink=links.sink if links is not None else self._wiring.sink_for(session_id),
+            asker=links.asker if links is not None else self._wiring.asker_for(session_id),
+            spawn=self._spawn,
+            on_first_exchange=self._name,
+            rebuild_prompt=lambda: self.system_prompt(session_id, cwd, extra, subagent),
+            children=self,
             title=record.title,
+            parent_id=parent_id,
+            subagent=subagent,
+            stored_tool_results=stored.tool_results,
+            context=stored.context,
         )
-        session.stored_tool_results = [
-            (row.tool_name, row.display.get("raw_output"))
-            for row in rows
-            if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
-            and row.display.get("status") == "completed"
-        ]
-        session.last_context_tokens, session.measured_messages = _restored_context(
-            session.system_prompt, history_rows, len(transcript.messages), carried=bool(later))
-        session.rebuild_prompt = lambda: self.system_prompt(record.id, cwd, extra)
-        self._live[record.id] = session
-        return session, rows
+        self._live[session_id] = session
+        return session
 
-    def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...]) -> str:
+    def _opened(self, session: Session, links: SessionLinks | None, mcp_servers: Sequence[McpServerSpec]) -> None:
+        """Start what an open session runs beside it and tell its client, before it is ready."""
+        if self._closing:  # the client went away while it was being built
+            session.close()
+            return
+        if links is None:  # a child has no MCP servers of its own, and its client was told of it by its parent
+            session.connect_mcp(mcp_servers)
+            self._wiring.opened(session)
+
+    def _name(self, session: Session) -> None:
+        from acp_hermes.core.titles import name_session
+
+        self._spawn(name_session(session))
+
+    # -- children (core.delegation)
+
+    async def create_child(self, parent: Session, child_id: str, spec: SubagentSpec, sink: EventSink,
+                           asker: Asker) -> Session:
+        """A delegated task's session: in its parent's workspace, with its parent's mode, model and
+        thinking, its own sink and the given asker, doing its I/O through its parent's editor."""
+        choices = SessionChoices(mode=parent.choices.mode, model=parent.choices.model,
+                                 thought_level=parent.choices.thought_level)
+        return await self.create(parent.cwd, parent.additional_directories, session_id=child_id,
+                                 parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor),
+                                 choices=choices, subagent=spec)
+
+    def delegate_tool(self, parent: Session) -> Tool:
+        from acp_hermes.core.delegation import delegate_tool
+
+        return delegate_tool(parent)
+
+    async def end_child(self, child_id: str) -> None:
+        """A child's task is over: it stops (its background jobs too) and is forgotten; it stays stored."""
+        child = self._live.pop(child_id, None)
+        if child is not None:
+            child.close()
+
+    def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...],
+                      subagent: SubagentSpec | None = None) -> str:
+        """A session's system prompt as its files are now (blocking: reads them, scans for injection).
+        A child's has no SOUL.md, memory or configured system message: its task is all it knows."""
         # Imported here, once a session is built: the prompt code and its injection scanner are not
         # needed to answer initialize or session/new.
         from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
@@ -111,90 +429,62 @@ class SessionManager:
                 cwd=cwd,
                 session_id=session_id,
                 now=datetime.now().astimezone(),
-                system_message=settings.system_message,
-                memory_block=self.runtime.memory.snapshot().render(),
-                tool_names=self.runtime.tool_names,
+                system_message=settings.system_message if subagent is None else None,
+                memory_block=self.runtime.memory.snapshot().render() if subagent is None else "",
+                tool_names=self.runtime.tool_names if subagent is None else subagent.tool_names,
+                subagent=subagent is not None,
                 skills=[(s.name, s.category, s.description) for s in self.runtime.skills_for(cwd).skills()],
                 context_file_max_chars=settings.context_file_max_chars,
                 additional_directories=extra,
             )
         )
 
-    def new_choices(self) -> SessionChoices:
-        """What a new session starts with: known before create() has built and stored it."""
-        settings = self.runtime.settings
-        return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
+    # -- ending sessions
 
-    def create(self, cwd: Path, extra: tuple[Path, ...], session_id: str | None = None) -> Session:
-        """Build the session's frozen system prompt and store it with the new session."""
-        session_id = session_id or str(uuid.uuid4())
-        choices = self.new_choices()
-        record = self.runtime.db.create_session(
-            session_id,
-            cwd=str(cwd),
-            model=choices.model,
-            mode=choices.mode.value,
-            model_config=choices.as_config(),
-            system_prompt=self.system_prompt(session_id, cwd, extra),
-            additional_directories=[str(p) for p in extra],
-        )
-        return self._build(record, (), cwd, extra)[0]
-
-    def restore(
-        self, session_id: str, cwd: Path, extra: tuple[Path, ...], rows: Sequence[MessageRecord] | None = None
-    ) -> tuple[Session, Sequence[MessageRecord]]:
-        """The live session, or one rebuilt from the SessionDB (from ``rows`` when the caller has
-        already read its messages), with its stored messages; unknown ids raise."""
-        live = self._live.get(session_id)
-        if live is not None:
-            return live, rows or ()
-        record = self.runtime.db.get_session(session_id)
-        if record is None:
-            raise SessionNotFoundError(session_id)
-        if rows is None:
-            rows = self.runtime.db.messages(session_id)
-        if str(cwd) != record.cwd:
-            self.runtime.db.update_session(session_id, cwd=str(cwd))
-        return self._build(record, rows, cwd, extra)
-
-    def fork(self, source_id: str, cwd: Path, extra: tuple[Path, ...]) -> Session:
-        if source_id in self._live:
-            source = self._live[source_id]
-            self.runtime.db.update_session(
-                source_id, mode=source.choices.mode.value, model=source.choices.model,
-                model_config=source.choices.as_config(),
-            )
-        source_record = self.runtime.db.get_session(source_id)
-        if source_record is None:
-            raise SessionNotFoundError(source_id)
-        new_id = str(uuid.uuid4())
-        # A fork never has a first exchange of its own to be named after: it starts from the source's name.
-        title = f"{source_record.title} (fork)" if source_record.title else None
-        latest = self.runtime.db.segments(source_id)[-1].id  # after compactions: the history as it is now
-        record = self.runtime.db.fork_session(
-            latest, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title,
-            model=source_record.model, mode=source_record.mode, model_config=source_record.model_config,
-        )
-        return self._build(record, self.runtime.db.messages(new_id), cwd, extra)[0]
-
-    def close(self, session_id: str) -> None:
+    async def close(self, session_id: str) -> None:
+        """Stop the session's work and forget it (it stays stored); closing a stored one is harmless."""
+        opening = self._opening.get(session_id)
+        if opening is not None:
+            await opening.wait()
         session = self._live.pop(session_id, None)
         if session is None:
-            if self.runtime.db.get_session(session_id) is None:
+            if await anyio.to_thread.run_sync(self.runtime.db.get_session, session_id) is None:
                 raise SessionNotFoundError(session_id)
             return
         session.close()
 
-    def delete(self, session_id: str) -> None:
+    async def delete(self, session_id: str) -> None:
+        """Close the session and delete it with every segment compaction made of it."""
+        opening = self._opening.get(session_id)
+        if opening is not None:
+            await opening.wait()
         session = self._live.pop(session_id, None)
         if session is not None:
             session.close()
-        db = self.runtime.db
-        continuations = [segment.id for segment in db.segments(session_id)[1:]]  # compaction's segments go too
-        if not db.delete_session(session_id) and session is None:
+        if not await anyio.to_thread.run_sync(self._delete_stored, session_id) and session is None:
             raise SessionNotFoundError(session_id)
-        for segment in continuations:
-            db.delete_session(segment)
+
+    def _delete_stored(self, session_id: str) -> bool:
+        db = self.runtime.db
+        # Compaction's segments go too, and the sessions of its subagents (their segments included).
+        others = [segment.id for segment in db.segments(session_id)[1:]] + db.subagent_ids(session_id)
+        deleted = db.delete_session(session_id)
+        for other in others:
+            db.delete_session(other)
+        return deleted
+
+    def close_all(self) -> list[Session]:
+        """The client is gone: close every live session now, and each one still being built once it is."""
+        self._closing = True
+        sessions = self.live()
+        for session in sessions:
+            session.close()
+        return sessions
+
+    async def wait_built(self) -> None:
+        """Return once no session is being built (at shutdown: each one stores what it has, then closes)."""
+        while self._opening:
+            await next(iter(self._opening.values())).wait()
 
 
 def _restored_context(system_prompt: str, rows: Sequence[MessageRecord], message_count: int, *,

@@ -41,6 +41,16 @@ DEFAULT_IDENTITY = (
     "software work: understanding code, changing it, running commands and tests. Be direct and "
     "precise, say when you are unsure, and do the work with your tools rather than describing it."
 )
+# A delegated task's child (core.delegation): what it is, and that its final message is its report.
+SUBAGENT_IDENTITY = (
+    "You are a subagent of acp-hermes, a coding agent working in the user's editor. Another agent, your "
+    "parent, gave you one task; you do not see its conversation, so everything you know about the task is "
+    "in the first user message. Do the task with your tools. You cannot ask the user anything: where "
+    "something is unclear, make a reasonable choice and say so; when the user refuses a change or a command, "
+    "do not try it another way: leave it and say so. End with a final message that reports what "
+    "you did, what you found and what is left undone, with the paths and facts the parent needs: that "
+    "message is all the parent receives."
+)
 
 _HERMES_FILES = (".hermes.md", "HERMES.md")
 _AGENTS_FILES = ("AGENTS.md", "agents.md")
@@ -62,6 +72,7 @@ class PromptInputs:
     skills: Sequence[tuple[str, str | None, str]] = ()  # (name, category, description), sorted
     context_file_max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS
     additional_directories: tuple[Path, ...] = ()
+    subagent: bool = False  # a delegated task's child: the subagent's identity instead of SOUL.md
 
     def __post_init__(self) -> None:
         # A relative cwd would make the prompt depend on the process's cwd (invariant 6).
@@ -82,7 +93,7 @@ def build_system_prompt(inputs: PromptInputs) -> str:
     """The session's frozen system prompt: identity, guidance, config, memory, project, environment."""
     context_files = find_context_files(inputs.cwd, inputs.context_file_max_chars)
     layers = [
-        _identity(inputs.paths, inputs.context_file_max_chars),
+        SUBAGENT_IDENTITY if inputs.subagent else _identity(inputs.paths, inputs.context_file_max_chars),
         _tool_guidance(inputs.tool_names),
         _config_message(inputs.system_message),
         inputs.memory_block,

@@ -92,14 +92,15 @@ class PermissionGate:
     """One per session; implements ``tools.context.Gate``."""
 
     def __init__(self, *, asker: Asker, mode: Mode, home: Path, hermes_home: Path, project: Path,
-                 store: GrantStore) -> None:
+                 store: GrantStore, session_grants: SessionGrants | None = None) -> None:
         self.asker = asker
         self.mode = mode
         self._home = home
         self._hermes_home = hermes_home
         self._project = project
         self._store = store
-        self.session = SessionGrants()
+        # A subagent shares its parent's: what the user allowed "always" for the session holds for its children.
+        self.session = session_grants if session_grants is not None else SessionGrants()
         self._project_grants: ProjectGrants | None = None  # read from the store on first need
         self._told_about_sandbox = False
 

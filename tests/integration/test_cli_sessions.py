@@ -170,3 +170,35 @@ def test_search_on_a_terminal_shows_matches_in_bold(tmp_path: Path) -> None:
     shown = output.decode()
     assert process.returncode == 0, process.stderr
     assert "ran terminal: rg -n \x1b[1mzephyrine\x1b[0m src/" in shown and "«" not in shown
+
+
+def test_subagent_sessions_are_listed_found_marked_and_deleted_with_their_parent(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        for session_id, parent, cwd, title in (("p1234567-parent", None, "/w", "Parser refactor"),
+                                               ("c-child", "p1234567-parent", "/w", "Find the lexer bug"),
+                                               ("g-grandchild", "c-child", "/w", "Read the lexer"),
+                                               ("o-other", None, "/elsewhere", "Other work")):
+            db.create_session(session_id, cwd=cwd, model="m", mode="default", model_config={}, system_prompt="",
+                              parent_session_id=parent, source="subagent" if parent else "acp", title=title)
+            db.append_message(session_id, "user", f"{title}: zephyrine")
+
+    listed = run_cli("sessions", "list", "--cwd", "/w", home=home).stdout
+    assert "  Find the lexer bug  (subagent of p1234567)  [/w]" in listed
+    assert "  Read the lexer  (subagent of c-child)  [/w]" in listed
+    assert "Parser refactor  [/w]" in listed and "Other work" not in listed
+    as_json = {s["id"]: s for s in json.loads(run_cli("sessions", "list", "--json", home=home).stdout)}
+    assert set(as_json) == {"p1234567-parent", "c-child", "g-grandchild", "o-other"}
+    assert (as_json["c-child"]["source"], as_json["c-child"]["parent_session_id"]) == ("subagent", "p1234567-parent")
+    assert (as_json["o-other"]["source"], as_json["o-other"]["parent_session_id"]) == ("acp", None)
+    assert len(json.loads(run_cli("sessions", "list", "--json", "--limit", "2", home=home).stdout)) == 2
+
+    found = run_cli("sessions", "search", "lexer", home=home).stdout
+    assert "  Find the lexer bug  (subagent of p1234567)\n" in found
+    searched = {s["id"]: s for s in json.loads(run_cli("sessions", "search", "lexer", "--json", home=home).stdout)}
+    grandchild = searched["g-grandchild"]
+    assert (grandchild["source"], grandchild["parent_session_id"]) == ("subagent", "c-child")
+
+    deleted = run_cli("sessions", "delete", "p123", "--yes", home=home)
+    assert deleted.returncode == 0 and "Deleted p1234567-parent and 2 sessions of its subagents." in deleted.stdout
+    assert [s["id"] for s in json.loads(run_cli("sessions", "list", "--json", home=home).stdout)] == ["o-other"]

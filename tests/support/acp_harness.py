@@ -331,13 +331,17 @@ async def running_agent(
     env: dict[str, str] | None = None,
     command: tuple[str, ...] = (sys.executable, "-m", "acp_hermes"),
     initialize: bool = True,
+    schema_path: str | os.PathLike[str] | None = None,
 ) -> AsyncIterator[AgentProcess]:
-    """Spawn the server, initialize it, and check the wire is schema-valid when the block ends."""
+    """Spawn the server, initialize it, and check the wire is schema-valid when the block ends.
+
+    ``schema_path`` validates the wire against another schema file (the unstable one, for a run
+    whose client advertised unstable capabilities); by default the official stable schema."""
     home = home or tmp_path / "hermes-home"
     workspace = workspace or tmp_path / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     client = client or EditorClient()
-    wire = WireValidator()
+    wire = WireValidator(schema_path)
     arrivals = Arrivals()
     stderr_path = tmp_path / f"agent-stderr-{os.getpid()}-{id(client)}.log"
     full_env = server_env(home, fake, **(env or {}))

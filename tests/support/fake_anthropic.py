@@ -354,3 +354,71 @@ def slow_text_reply(n_chunks: int, delay: float, *, text: str | None = None) -> 
 
 def drop_connection() -> DropConnection:
     return DropConnection()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Delegation: replies by who asks
+
+# How a delegated task's child session's system prompt starts (``core.system_prompt.SUBAGENT_IDENTITY``).
+SUBAGENT_PROMPT_START = "You are a subagent of acp-hermes"
+
+
+def system_text(body: Mapping[str, Any]) -> str:
+    """A request's system prompt as one text."""
+    return "".join(texts_of(body.get("system") or []))
+
+
+def is_subagent_request(body: Any) -> bool:
+    """Whether a conversation request comes from a child session (a delegated task)."""
+    return isinstance(body, Mapping) and system_text(body).startswith(SUBAGENT_PROMPT_START)
+
+
+def first_user_text(body: Mapping[str, Any]) -> str:
+    """The text of a request's first message: a child's task (its goal, then any context)."""
+    messages = body.get("messages") or []
+    return "".join(texts_of(messages[0])) if messages else ""
+
+
+class DelegationRouter:
+    """Replies by who asks, for delegation tests whose children's requests interleave: the parent's
+    replies in order, and each child's (found by how its task starts) in order.
+
+    Script it with ``fake.script(*router.items())``: one entry per reply it holds, so the fake's FIFO
+    and the router agree on how many requests are expected. A reply may be a callable of the request
+    (one that holds it, say). A request nobody scripted gets a 500 the product does not retry."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parent: deque[ScriptItem] = deque()
+        self._children: dict[str, deque[ScriptItem]] = {}
+
+    def parent(self, *replies: ScriptItem) -> DelegationRouter:
+        with self._lock:
+            self._parent.extend(replies)
+        return self
+
+    def child(self, goal: str, *replies: ScriptItem) -> DelegationRouter:
+        """Replies to the child whose task starts with ``goal``."""
+        with self._lock:
+            self._children.setdefault(goal, deque()).extend(replies)
+        return self
+
+    def items(self) -> list[ScriptItem]:
+        with self._lock:
+            count = len(self._parent) + sum(len(queue) for queue in self._children.values())
+        return [self] * count
+
+    def __call__(self, request: ModelRequest) -> Reply:
+        body = request.body
+        with self._lock:
+            if is_subagent_request(body):
+                asked = first_user_text(body)
+                queue = next((q for goal, q in self._children.items() if asked.startswith(goal)), None)
+                who = f"child {asked[:60]!r}"
+            else:
+                queue, who = self._parent, "parent"
+            reply = queue.popleft() if queue else None
+        if reply is None:
+            return HttpError(500, f"fake model: no reply scripted for the {who}", error_type="api_error",
+                             headers={"x-should-retry": "false"})
+        return reply(request) if callable(reply) else reply

@@ -25,6 +25,9 @@ from tests.support import REPO_ROOT
 
 SCHEMA_ENV = "ACP_SCHEMA_PATH"
 DEFAULT_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1.json"
+# The unstable schema (subagent_update and other unstable messages), for runs whose client advertised
+# unstable capabilities; absent in an offline clone without ../shared (tests that need it skip).
+UNSTABLE_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1-unstable.json"
 
 # Methods without a stable response definition, validated against a definition of the same shape.
 # session/fork is unstable and absent from the stable v1 schema; its response is shaped like

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from acp_hermes.config import Paths, Settings
 from acp_hermes.core.runtime import Runtime
-from acp_hermes.core.sessions import SessionManager, SessionWiring
+from acp_hermes.core.sessions import SessionManager, SessionWiring, Spawn
 from acp_hermes.permissions.gate import PermissionQuestion
 from acp_hermes_tools.local_io import LocalEditor
 from tests.support.fake_provider import FakeProvider
@@ -26,6 +27,11 @@ class RefusingAsker:
         return "cancelled"
 
 
+def no_background_work(job: Coroutine[Any, Any, None]) -> None:
+    """Drop a session's background job (reviews, titles, MCP servers): in-process tests run only what they script."""
+    job.close()
+
+
 @dataclass
 class Env:
     runtime: Runtime
@@ -34,13 +40,13 @@ class Env:
     log: EventLog = field(default_factory=EventLog)
     asker: RefusingAsker = field(default_factory=RefusingAsker)
 
-    def manager(self) -> SessionManager:
+    def manager(self, spawn: Spawn = no_background_work) -> SessionManager:
         """A manager with no live sessions (what a new connection to the same store gets)."""
         return SessionManager(self.runtime, SessionWiring(
             sink_for=lambda sid: self.log,  # type: ignore[arg-type,return-value]
             asker_for=lambda sid: self.asker,
             editor_for=lambda sid: LocalEditor(),
-        ))
+        ), spawn)
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
 * The ACP SDK (``acp``) is imported by the adapter alone, the ``anthropic`` SDK by the model
   provider alone, the MCP SDK (``mcp``, ``mcp_types``) by ``tools.mcp`` alone.
 * No import cycles between modules.
-* Tools reach the world only through their context: no process spawning, deleting, renaming or
-  writing of files in a tool module (``tools.local_io`` implements those doors).
+* Tools reach the world only through their context: no process spawning or signalling, deleting,
+  renaming or writing of files in a tool module (``tools.local_io`` implements those doors).
 """
 
 from __future__ import annotations
@@ -214,7 +214,8 @@ _SIDE_EFFECT_CALLS = {  # dotted call → what it does
     "asyncio.create_subprocess_exec": "spawns a process", "asyncio.create_subprocess_shell": "spawns a process",
     "os.remove": "deletes", "os.unlink": "deletes", "os.rmdir": "deletes", "shutil.rmtree": "deletes",
     "os.rename": "moves", "os.replace": "moves", "shutil.move": "moves", "shutil.copy": "writes",
-    "atomic_write_text": "writes",
+    "atomic_write_text": "writes", "os.write": "writes",
+    "os.kill": "signals a process", "os.killpg": "signals a process group",
 }
 _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes", "touch", "apply"}
 # local_io is where the doors are implemented; search runs ripgrep and git queries, which read only;
@@ -226,6 +227,7 @@ _ALLOWED = {
     "acp_hermes_tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
     "acp_hermes_tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
     "acp_hermes_tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
+    "acp_hermes_tools.mcp.launcher": {"os.killpg"},  # a script of its own process: ends its own group
 }
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from acp_hermes.config import Paths, Settings, load_settings
+from acp_hermes.config import TOOLSETS, ConfigError, DelegationSettings, Paths, Settings, load_settings
 
 SAVED = "sk-ant-api03-saved-by-setup-0123456789"
 
@@ -31,3 +32,67 @@ def test_a_real_key_in_the_environment_wins_over_the_saved_one(tmp_path: Path) -
 
 def test_partial_thinking_budgets_keep_the_other_defaults() -> None:
     assert Settings(thinking_budgets={"low": 1_000}).thinking_budgets == {"low": 1_000, "medium": 8_192, "high": 32_000}
+
+
+# --- delegation -------------------------------------------------------------------------------------
+
+
+def config_file(home: Path, text: str) -> Paths:
+    paths = Paths(home)
+    paths.own.mkdir(parents=True)
+    paths.config_file.write_text(text)
+    return paths
+
+
+def test_a_delegation_key_changes_that_one_and_keeps_the_other_defaults(tmp_path: Path) -> None:
+    paths = config_file(tmp_path, "model: m-file\ndelegation: {max_concurrent: 5}\n")
+    settings = load_settings({"HERMES_MODEL": "m-env"}, paths)
+    assert settings.model == "m-env"  # environment overrides still apply beside a nested mapping
+    assert settings.delegation == DelegationSettings(max_concurrent=5)
+    assert (settings.delegation.enabled, settings.delegation.max_depth, settings.delegation.max_iterations) == (
+        True, 2, 50)
+    assert settings.delegation.toolsets == ["file", "terminal", "search", "todo", "skills"]
+    assert settings.delegation.result_max_chars == 8_000
+    assert load_settings({}, config_file(tmp_path / "empty", "delegation:\n")).delegation == DelegationSettings()
+    assert Settings().delegation == DelegationSettings()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("delegation: {max_concurent: 5}\n", "`delegation.max_concurent`: unknown key"),
+    ("delegation: {toolsets: [file, browser, web]}\n",
+     "`delegation.toolsets`: unknown toolset(s) browser, web; known: file, search, terminal, todo, skills, "
+     "session_search"),
+    ("delegation: {max_concurrent: 17}\n", "`delegation.max_concurrent`: Input should be less than or equal to 16"),
+    ("delegation: {max_depth: 0}\n", "`delegation.max_depth`: Input should be greater than or equal to 1"),
+    ("delegation: {result_max_chars: 100}\n", "`delegation.result_max_chars`: Input should be greater than or equal"),
+    ("delegation: [file]\n", "`delegation`: Input should be a valid dictionary"),
+])
+def test_a_wrong_delegation_setting_names_its_key(tmp_path: Path, text: str, expected: str) -> None:
+    paths = config_file(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings({}, paths)
+    assert str(caught.value).startswith(f"{paths.config_file}: {expected}")
+
+
+def test_toolsets_are_deduplicated_in_order_and_frozen() -> None:
+    delegation = DelegationSettings(toolsets=["todo", "file", "todo"], enabled=False)
+    assert delegation.toolsets == ["todo", "file"] and not delegation.enabled
+    with pytest.raises(ValidationError):
+        delegation.max_depth = 3
+
+
+def test_every_toolset_names_real_tools_and_the_defaults_are_toolsets() -> None:
+    from acp_hermes_tools import core_tools
+
+    known = {tool.name for tool in core_tools()}
+    assert {name for tools in TOOLSETS.values() for name in tools} <= known
+    assert set(DelegationSettings().toolsets) <= set(TOOLSETS)
+
+
+def test_configuration_page_documents_every_delegation_key() -> None:
+    from tests.support import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = text.split("## Delegation", 1)[1].split("\n## ", 1)[0]
+    assert [name for name in DelegationSettings.model_fields if f"| `{name}` |" not in section] == []
+    assert [name for name in TOOLSETS if f"`{name}`" not in section] == []

@@ -101,6 +101,7 @@ def test_an_unsupported_part_replays_as_a_placeholder() -> None:
 
 class FakeSession:
     id = "s1"
+    subagent = None
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
@@ -115,7 +116,11 @@ class FakeSession:
 def agent_and_session(tmp_path: Path) -> tuple[HermesAgent, FakeSession]:
     agent = HermesAgent(Paths(tmp_path), Settings())
     session = FakeSession()
-    agent._session = lambda session_id: session  # type: ignore[method-assign,assignment,return-value]
+
+    async def find(session_id: str) -> FakeSession:
+        return session
+
+    agent._session = find  # type: ignore[method-assign,assignment]
 
     async def no_menu(session: object, *, force: bool = False) -> None: ...
 

@@ -6,16 +6,19 @@ from typing import Any
 
 import pytest
 
-from acp_hermes.adapter.render import fenced, render_update, tool_content
+from acp_hermes.adapter.render import fenced, render_update, subagent_ended, subagent_started, tool_content
 from acp_hermes.core.events import (
     AgentText,
     AgentThought,
+    ChildEnded,
+    ChildStarted,
     Event,
     TitleChanged,
     ToolCallFinished,
     ToolCallStarted,
     UsageReported,
 )
+from acp_hermes.model.types import Usage
 from acp_hermes_tools.contracts import (
     DiffDisplay,
     Location,
@@ -115,3 +118,38 @@ def test_every_payload_is_valid_against_the_acp_schema(event: Event) -> None:
     schema = default_schema()
     notification: dict[str, Any] = {"sessionId": "session-1", "update": render_update(event)}
     assert schema.problems("SessionNotification", notification) == []
+
+
+# -- a parent's children (core.delegation), for a client with the unstable ``subagents`` capability
+
+
+def _unstable_problems(update: dict[str, Any]) -> list[str]:
+    from tests.support.schema_check import UNSTABLE_SCHEMA_PATH, load_schema
+
+    if not UNSTABLE_SCHEMA_PATH.exists():
+        pytest.skip("the unstable ACP schema (../shared/reference) is not in this checkout")
+    schema = load_schema(str(UNSTABLE_SCHEMA_PATH.resolve()))
+    return schema.problems("SessionNotification", {"sessionId": "parent", "update": update})
+
+
+def test_a_child_is_announced_running_with_its_task_and_a_cancel_capability() -> None:
+    update = subagent_started(ChildStarted("toolu_1", "child-1", "Fix the parser", "Tools: file, terminal"))
+    assert update == {"sessionUpdate": "subagent_update", "sessionId": "child-1", "title": "Fix the parser",
+                      "description": "Tools: file, terminal", "capabilities": {"cancel": {}},
+                      "state": {"state": "running"}}
+    assert _unstable_problems(update) == []
+
+
+@pytest.mark.parametrize(("stop", "failure"), [("end_turn", None), ("cancelled", None), ("end_turn", "HTTP 500")])
+def test_a_child_ends_idle_with_its_stop_reason_and_usage(stop: str, failure: str | None) -> None:
+    usage = Usage(input_tokens=100, output_tokens=20, cache_read_tokens=300, cache_write_tokens=5)
+    update = subagent_ended(ChildEnded("child-1", stop, usage, failure))
+    state = update["state"]
+    assert state["state"] == "idle"
+    assert state["usage"] == {"totalTokens": 425, "inputTokens": 100, "outputTokens": 20,
+                              "cachedReadTokens": 300, "cachedWriteTokens": 5}
+    if failure is None:
+        assert state["stopReason"] == stop and "error" not in state
+    else:
+        assert state["stopReason"] == "error" and state["error"]["message"] == failure
+    assert _unstable_problems(update) == []

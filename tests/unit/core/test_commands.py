@@ -16,7 +16,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def reply_to(env: Env, line: str) -> tuple[str, str | None]:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     reply = await run_command(session, [TextPart(line)])
     assert reply is not None
     return reply.text, reply.changed_option
@@ -51,7 +51,7 @@ async def test_help_lists_every_command_with_its_hint(env: Env) -> None:
 async def test_switching_commands_change_the_session_and_say_which_option(
     env: Env, line: str, option: str, check: object
 ) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     reply = await run_command(session, [TextPart(line)])
     assert reply is not None and reply.changed_option == option
     assert callable(check) and check(session)
@@ -60,7 +60,7 @@ async def test_switching_commands_change_the_session_and_say_which_option(
 
 @pytest.mark.parametrize("line", ["/mode yolo", "/model gpt-nothing", "/thinking extreme"])
 async def test_an_invalid_value_is_explained_and_changes_nothing(env: Env, line: str) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     before = session.choices
     reply = await run_command(session, [TextPart(line)])
     assert reply is not None and reply.text.startswith("Could not change") and reply.changed_option is None
@@ -77,7 +77,7 @@ async def test_showing_commands_describe_the_current_state(env: Env) -> None:
 
 async def test_usage_reports_what_the_session_spent(env: Env) -> None:
     env.provider.script(text("hi"))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     assert await session.prompt([TextPart("hello")]) == "end_turn"
     reply = await run_command(session, [TextPart("/usage")])
     assert reply is not None and reply.text.startswith("Model calls: 1. Tokens — input 10, output 5")
@@ -87,7 +87,7 @@ async def test_title_names_the_session_for_good(env: Env) -> None:
     from acp_hermes.core.events import TitleChanged
     from acp_hermes.core.titles import name_session
 
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     assert (await run_command(session, [TextPart("/title")])) == CommandReply("This session has no title yet.")
     reply = await run_command(session, [TextPart("/title   Parser  rewrite. ")])
     assert reply is not None and reply.text == "The title is now “Parser rewrite”."
@@ -100,9 +100,9 @@ async def test_title_names_the_session_for_good(env: Env) -> None:
 
 async def test_search_finds_other_sessions_by_their_words(env: Env) -> None:
     env.provider.script(text("We picked recursive descent."), text("ok"))
-    earlier = env.manager().create(env.cwd, ())
+    earlier = await env.manager().create(env.cwd, ())
     assert await earlier.prompt([TextPart("which parser technique for the zephyrine config?")]) == "end_turn"
-    now = env.manager().create(env.cwd, ())
+    now = await env.manager().create(env.cwd, ())
     assert await now.prompt([TextPart("hello")]) == "end_turn"
     found = await run_command(now, [TextPart("/search zephyrine")])
     missing = await run_command(now, [TextPart("/search quokkaberry")])

@@ -24,7 +24,7 @@ async def chat(env: Env, session: Session, turns: int) -> None:
 
 
 async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segment(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 12)
     root = session.id
     session.set_choice("mode", "accept-edits")  # the flush's memory write needs no question then
@@ -66,7 +66,7 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
 
 
 async def test_a_restored_session_continues_from_the_summary_and_replays_everything(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 12)
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary(SUMMARY)
@@ -75,7 +75,7 @@ async def test_a_restored_session_continues_from_the_summary_and_replays_everyth
     assert await session.prompt([TextPart("one more")]) == "end_turn"
     compacted_history = session.transcript.messages
 
-    restored, rows = env.manager().restore(session.id, env.cwd, ())
+    restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored.transcript.messages == compacted_history
     shown = list(stored_messages(rows))
     prompts = [m for m in shown if not isinstance(m, StoredToolCall)]
@@ -85,7 +85,7 @@ async def test_a_restored_session_continues_from_the_summary_and_replays_everyth
 
 
 async def test_a_short_conversation_is_left_alone_and_a_failed_summary_changes_nothing(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 1)
     assert not (await session.compact()).done
     await chat(env, session, 11)
@@ -98,7 +98,7 @@ async def test_a_short_conversation_is_left_alone_and_a_failed_summary_changes_n
 
 
 async def test_a_full_context_is_compacted_before_the_next_turn(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 20)
     session.last_context_tokens = 600_000  # the last call reported a context past half the window (1M)
     env.provider.script(text("saved nothing"), text("fresh answer"))
@@ -109,7 +109,7 @@ async def test_a_full_context_is_compacted_before_the_next_turn(env: Env) -> Non
 
 
 async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 3)
     db = env.runtime.db
     record = db.get_session(session.id)
@@ -120,18 +120,18 @@ async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(e
     db.append_message("half-done", "user", "", payload=[{"type": "text", "text": "partial"}],
                       display={"carried": True})
     assert [s.id for s in db.segments(session.id)] == [session.id]
-    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert restored.transcript.session_id == session.id and len(restored.transcript.messages) == 6
 
 
 async def test_deleting_a_compacted_session_deletes_every_segment(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 12)
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary(SUMMARY)
     assert (await session.compact()).done
     segments = [s.id for s in env.runtime.db.segments(session.id)]
     assert len(segments) == 2
-    env.manager().delete(session.id)
+    await env.manager().delete(session.id)
     assert [env.runtime.db.get_session(s) for s in segments] == [None, None]
     assert env.runtime.db.messages(segments[1]) == []

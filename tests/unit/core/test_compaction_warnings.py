@@ -111,7 +111,7 @@ async def chat(env: Env, session: Session, turns: int) -> None:
 
 async def test_a_flagged_tool_result_in_the_summarised_turns_flags_the_summary_for_good(env: Env) -> None:
     (env.cwd / "README.md").write_text(f"# Demo\n\n{INJECTION}\n")
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 1)
     env.provider.script(tool_call("read_file", {"path": str(env.cwd / "README.md")}), text("Read it."))
     assert await session.prompt([TextPart("read the readme")]) == "end_turn"
@@ -137,7 +137,7 @@ async def test_a_flagged_tool_result_in_the_summarised_turns_flags_the_summary_f
 
 
 async def test_a_summary_that_repeats_an_injection_is_flagged_and_a_clean_one_is_not(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await chat(env, session, 12)
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary(f"## Goal\nShip the parser.\n## Critical Context\n{INJECTION}")
@@ -145,7 +145,7 @@ async def test_a_summary_that_repeats_an_injection_is_flagged_and_a_clean_one_is
     block = summary_text(session.transcript.messages)
     assert block.startswith(SUMMARY_HEADER + SUMMARY_WARNING_OPENING) and "prompt_injection" in block
 
-    clean = env.manager().create(env.cwd, ())
+    clean = await env.manager().create(env.cwd, ())
     await chat(env, clean, 12)
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary("## Goal\nShip the parser.")

@@ -20,7 +20,7 @@ async def test_search_renders_matches_in_bold_and_tool_calls_as_one_liners(env: 
     db.append_message("past", "user", "where is the zephyrine lexer used? (see *notes* and `a_b`)")
     db.append_message("past", "assistant", "", tool_calls=[
         {"id": "toolu_rg", "name": "terminal", "arguments": {"command": "rg -n zephyrine src/"}}])
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
 
     reply = await run_command(session, [TextPart("/search zephyrine")])
 
@@ -32,7 +32,7 @@ async def test_search_renders_matches_in_bold_and_tool_calls_as_one_liners(env: 
 
 async def test_export_refuses_a_folder_that_does_not_exist(env: Env) -> None:
     env.provider.script(text("Hello."))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     assert await session.prompt([TextPart("hi")]) == "end_turn"
 
     reply = await run_command(session, [TextPart("/export missing/dir/notes.md")])

@@ -30,12 +30,12 @@ async def ask(session: Session, prompt: str) -> str:
 async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> None:
     (env.cwd / "a.txt").write_text("apple\n")
     env.provider.script(tool_call("read_file", {"path": "a.txt"}, preface="Looking."), text("It is apple."))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     assert await ask(session, "what is in a.txt?") == "end_turn"
     live = session.transcript.messages
     assert [m["role"] for m in live] == ["user", "assistant", "user", "assistant"]
 
-    restored, rows = env.manager().restore(session.id, env.cwd, ())
+    restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored is not session
     assert restored.transcript.messages == live
     assert restored.system_prompt == session.system_prompt != ""
@@ -51,9 +51,9 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
 
 async def test_restored_session_continues_the_conversation(env: Env) -> None:
     env.provider.script(text("first answer"), text("second answer"))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await ask(session, "one")
-    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert await ask(restored, "two") == "end_turn"
     sent = env.provider.requests[-1].messages
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
@@ -63,7 +63,7 @@ async def test_restored_session_continues_the_conversation(env: Env) -> None:
 
 async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
     env.provider.script(text("hi"))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     await ask(session, "hello")
     record = env.runtime.db.get_session(session.id)
     assert record is not None
@@ -73,7 +73,7 @@ async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
 
 
 async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     session.set_choice("mode", "plan")
     session.set_choice("model", "claude-other")
     session.set_choice("thought_level", "high")
@@ -81,7 +81,7 @@ async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
     record = env.runtime.db.get_session(session.id)
     assert record is not None
     assert (record.mode, record.model, record.model_config) == ("plan", "claude-other", {"thought_level": "high"})
-    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert (restored.choices.mode, restored.choices.model, restored.choices.thought_level) == (
         Mode.PLAN, "claude-other", "high")
 
@@ -90,7 +90,7 @@ async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
     ("mode", "yolo"), ("model", "claude-unknown"), ("thought_level", "extreme"), ("colour", "blue"), ("mode", 3),
 ])
 async def test_invalid_choice_is_refused_and_not_persisted(env: Env, option: str, value: Any) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     with pytest.raises(InvalidInput):
         session.set_choice(option, value)
     record = env.runtime.db.get_session(session.id)
@@ -100,7 +100,7 @@ async def test_invalid_choice_is_refused_and_not_persisted(env: Env, option: str
 
 async def test_choices_shape_the_next_request(env: Env) -> None:
     env.provider.script(text("a plan"))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     session.set_choice("mode", "plan")
     session.set_choice("thought_level", "low")
     await ask(session, "plan it")
@@ -111,16 +111,16 @@ async def test_choices_shape_the_next_request(env: Env) -> None:
 
 async def test_close_ends_the_session_and_refuses_later_prompts(env: Env) -> None:
     manager = env.manager()
-    session = manager.create(env.cwd, ())
-    manager.close(session.id)
+    session = await manager.create(env.cwd, ())
+    await manager.close(session.id)
     assert session.closed
     with pytest.raises(SessionNotFoundError):
-        manager.get(session.id)
+        await manager.get(session.id)
     assert await ask(session, "still there?") == "cancelled"
     assert env.provider.requests == []
-    manager.close(session.id)  # stored but no longer live: closing again is harmless
+    await manager.close(session.id)  # stored but no longer live: closing again is harmless
     with pytest.raises(SessionNotFoundError):
-        manager.close("no-such-session")
+        await manager.close("no-such-session")
 
 
 async def test_cancel_stops_a_running_turn(env: Env) -> None:
@@ -132,7 +132,7 @@ async def test_cancel_stops_a_running_turn(env: Env) -> None:
 
     env.provider.gate = anyio.Event()  # the stream never starts
     env.provider.script(reply)
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     outcome: list[str] = []
 
     async def run() -> None:
@@ -151,14 +151,14 @@ async def test_cancel_stops_a_running_turn(env: Env) -> None:
 
 
 async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     transcript = session.transcript
     await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
     call = {"type": "tool_use", "id": "toolu_killed", "name": "terminal", "input": {"command": "make"}}
     await transcript.add_assistant([call], message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
 
-    restored, rows = env.manager().restore(session.id, env.cwd, ())
+    restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored.transcript.messages[-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_killed", "content": INTERRUPTED, "is_error": True}]}
     assert unanswered_calls(restored.transcript.messages) == []
@@ -173,7 +173,7 @@ async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> 
 
 
 async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> None:
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     transcript = session.transcript
     await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
     calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"path": n}} for n in "ab"]
@@ -182,7 +182,7 @@ async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> N
     done = ToolOutcome("toolu_a", "read_file", "Read a", "read", {"path": "a"}, "A", True, (TextDisplay("A"),), ())
     await transcript.add_tool_results([done])
 
-    restored, _ = env.manager().restore(session.id, env.cwd, ())
+    restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert unanswered_calls(restored.transcript.messages) == []
     assert repaired(restored.transcript.messages) == restored.transcript.messages
 
@@ -195,7 +195,7 @@ async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, 
     outside.mkdir()
     (outside / "AGENTS.md").write_text("never loaded\n")
     env.provider.script(text("noted"), text("again"))
-    session = env.manager().create(env.cwd, ())
+    session = await env.manager().create(env.cwd, ())
     link = LinkPart(uri=f"file://{env.cwd}/api/routes.py", name="routes.py")
     far = ResourcePart(uri=f"file://{outside}/x.txt", text="x")
     assert await session.prompt([TextPart("look"), link, far]) == "end_turn"

@@ -27,6 +27,7 @@ from acp_hermes_memory.session_db import (
     SessionDB,
     SessionExists,
     SessionNotFound,
+    SubagentTotals,
 )
 from tests.support import REPO_ROOT
 
@@ -410,6 +411,92 @@ def test_lineage_is_ancestors_and_descendants(db: SessionDB) -> None:
     assert db.lineage("root") == {"root", "child", "grandchild", "sibling"}
     assert db.lineage("sibling") == {"root", "sibling"}
     assert db.lineage("stranger") == {"stranger"}
+
+
+# --- subagents --------------------------------------------------------------------------------------
+
+
+def delegation_tree(db: SessionDB) -> None:
+    """root ─ child-a (subagent) ─ grandchild (subagent); root ─ child-b (subagent), continued by
+    child-b2 (compression); root ─ fork (acp) ─ fork-child (subagent); root ─ root2 (compression) ─
+    child-c (subagent)."""
+    new_session(db, "root", title="Refactor the parser")
+    for session_id, parent, source in (
+        ("child-a", "root", "subagent"),
+        ("grandchild", "child-a", "subagent"),
+        ("child-b", "root", "subagent"),
+        ("child-b2", "child-b", "compression"),
+        ("fork", "root", "acp"),
+        ("fork-child", "fork", "subagent"),
+        ("root2", "root", "compression"),
+        ("child-c", "root2", "subagent"),
+    ):
+        new_session(db, session_id, parent_session_id=parent, source=source, title=f"task {session_id}")
+        db.append_message(session_id, "user", f"work of {session_id}")
+    db.append_message("root", "user", "split the parser work")
+    usage = {"child-a": (1.0, 100, 10), "grandchild": (0.5, 50, 5), "child-b": (0.25, 20, 2),
+             "child-b2": (0.125, 8, 1), "fork": (8.0, 800, 80), "fork-child": (4.0, 400, 40),
+             "root": (2.0, 200, 20), "root2": (16.0, 1600, 160), "child-c": (0.0625, 4, 3)}
+    for session_id, (cost, tokens_in, tokens_out) in usage.items():
+        db.add_usage(session_id, cost_usd=cost, input_tokens=tokens_in, output_tokens=tokens_out)
+
+
+def test_session_lists_leave_subagent_sessions_out_unless_asked(db: SessionDB) -> None:
+    delegation_tree(db)
+
+    listed = {s.id for s in db.list_sessions()[0]}
+    with_subagents = {s.id for s in db.list_sessions(include_subagents=True)[0]}
+    assert listed == {"root", "fork"}  # continuations are never listed
+    assert with_subagents == {"root", "fork", "child-a", "grandchild", "child-b", "fork-child", "child-c"}
+    assert {s.id for s in db.recent_sessions(limit=20)} & with_subagents == {"root", "fork"}
+
+
+def test_subagents_of_are_direct_subagent_children_oldest_first(db: SessionDB) -> None:
+    delegation_tree(db)
+
+    assert [s.id for s in db.subagents_of("root")] == ["child-a", "child-b"]
+    assert [s.id for s in db.subagents_of("child-a")] == ["grandchild"]
+    assert db.subagents_of("grandchild") == [] and db.subagents_of("missing") == []
+
+
+def test_subagent_totals_add_up_every_subagent_below_the_session(db: SessionDB) -> None:
+    delegation_tree(db)
+
+    # child-a, grandchild, child-b (with its continuation) and child-c (delegated after a compaction);
+    # not the fork's subagent, nor the session's own rows.
+    assert db.subagent_totals("root") == SubagentTotals(
+        sessions=4, cost_usd=1.0 + 0.5 + 0.25 + 0.125 + 0.0625, input_tokens=182, output_tokens=21
+    )
+    assert db.subagent_totals("child-a") == SubagentTotals(1, 0.5, 50, 5)
+    assert db.subagent_totals("fork") == SubagentTotals(1, 4.0, 400, 40)
+    assert db.subagent_totals("grandchild") == db.subagent_totals("missing") == SubagentTotals(0, 0.0, 0, 0)
+    assert sorted(db.subagent_ids("root")) == ["child-a", "child-b", "child-b2", "child-c", "grandchild"]
+
+
+def test_lineage_stops_at_subagent_links_and_search_finds_subagent_messages(db: SessionDB) -> None:
+    delegation_tree(db)
+
+    assert db.lineage("root") == {"root", "root2", "fork"}
+    assert db.lineage("child-a") == {"child-a"}
+    assert db.lineage("child-b") == {"child-b", "child-b2"}
+    hits = db.search_messages("work", exclude_sessions=db.lineage("root"), limit=50)
+    assert {hit.session_id for hit in hits} == {"child-a", "grandchild", "child-b", "child-b2", "fork-child",
+                                                "child-c"}
+
+
+def test_subagent_label_and_a_fork_of_a_subagent_session(db: SessionDB) -> None:
+    delegation_tree(db)
+    child = db.get_session("child-a")
+    root = db.get_session("root")
+    assert child is not None and root is not None
+    assert (child.source, child.subagent_label, root.subagent_label) == ("subagent", "subagent of root", None)
+
+    fork = db.fork_session("child-a", "taken-over", cwd="/work/app")
+    assert (fork.source, fork.parent_session_id, fork.subagent_label) == ("acp", "child-a", None)
+
+    db.delete_session("child-a")
+    orphan = db.get_session("grandchild")
+    assert orphan is not None and orphan.subagent_label == "subagent"
 
 
 # --- search ---------------------------------------------------------------------------------------

@@ -18,11 +18,13 @@ from acp_hermes_tools.terminal import BACKGROUND_JOBS, BackgroundJob, Background
 
 
 def started(jobs: BackgroundJobs, argv: list[str], session_id: str = "s") -> BackgroundJob:
-    log_path = jobs.log_directory(session_id) / f"job-{len(jobs.jobs) + 1}.log"
+    job_id = jobs.new_id()
+    log_path = jobs.log_directory(session_id) / f"{job_id}.log"
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
-    job = BackgroundJob(process.pid, " ".join(argv), Path.cwd(), log_path, time.time(), process)
-    jobs.jobs.append(job)
+    job = BackgroundJob(process.pid, " ".join(argv), Path.cwd(), log_path, time.time(), process, job_id=job_id,
+                        session_id=session_id)
+    jobs.add(job)
     return job
 
 
@@ -61,7 +63,7 @@ def test_a_job_that_already_ended_is_not_signalled(monkeypatch: pytest.MonkeyPat
     directory = done.log_path.parent
     jobs.close()
     wait_until(lambda: not directory.exists())
-    assert sent == []  # its group id may be someone else's by now
+    assert [group for group, _ in sent if group == done.pid] == []  # its group id may be someone else's by now
 
 
 def test_tool_state_closes_the_slots_in_use_and_one_failure_does_not_stop_the_rest() -> None:

@@ -38,7 +38,8 @@ class RecordingEditor(LocalEditor):
         self.runs.append(request)
         return CommandOutcome("ran", 0, sandboxed=request.confinement is not None)
 
-    def start_detached(self, command: str, cwd: Path, log_path: Path, confinement: Any = None) -> Any:
+    def start_detached(self, command: str, cwd: Path, log_path: Path, confinement: Any = None, *,
+                       stdin: bool = False) -> Any:
         self.detached.append((command, confinement))
         return None
 

@@ -55,3 +55,34 @@ async def test_dispatch_without_a_provider_falls_back_and_reports_bad_roles(db: 
 
     missing = await registry.dispatch(ToolCall("c4", "session_search", {}), make_context(tmp_path))
     assert not missing.ok and "not available" in missing.text
+
+
+@pytest.mark.anyio
+async def test_a_subagent_session_is_found_from_its_parent_and_marked(db: SessionDB, tmp_path: Path) -> None:
+    db.create_session("parent-0123456789", cwd="/work/app", model="m", mode="default", model_config={},
+                      system_prompt="", title="Parser refactor")
+    db.append_message("parent-0123456789", "user", "Split the parser work; find the lexer bug.")
+    db.create_session("child", cwd="/work/app", model="m", mode="default", model_config={}, system_prompt="",
+                      parent_session_id="parent-0123456789", source="subagent", title="Find the lexer bug")
+    db.append_message("child", "assistant", "The lexer drops the last zephyrine token.")
+    db.create_session("fork", cwd="/work/app", model="m", mode="default", model_config={}, system_prompt="",
+                      parent_session_id="parent-0123456789", title="Parser refactor (fork)")
+    db.append_message("fork", "assistant", "A forked zephyrine note.")
+    registry = ToolRegistry([SESSION_SEARCH_TOOL])
+    from_parent = make_context(tmp_path, services=ToolServices(sessions=db), session_id="parent-0123456789")
+
+    found = await registry.dispatch(ToolCall("c1", "session_search", {"query": "zephyrine"}), from_parent)
+    assert found.ok
+    assert "Find the lexer bug (subagent of parent-0) — " in found.text and "session child" in found.text
+    assert "session fork" not in found.text  # a fork's conversation is the parent's own: still left out
+    assert found.raw_output["sessions"] == [
+        {"sessionId": "child", "title": "Find the lexer bug (subagent of parent-0)", "summarized": False}]
+
+    from_child = make_context(tmp_path, services=ToolServices(sessions=db), session_id="child")
+    parent = await registry.dispatch(ToolCall("c2", "session_search", {"query": "lexer"}), from_child)
+    assert "Parser refactor — " in parent.text and "session parent-0123456789" in parent.text
+    assert "session child" not in parent.text and "subagent of" not in parent.text
+
+    anyone = make_context(tmp_path, services=ToolServices(sessions=db))
+    recent = await registry.dispatch(ToolCall("c3", "session_search", {}), anyone)
+    assert "Parser refactor" in recent.text and "session child" not in recent.text  # recent: conversations only

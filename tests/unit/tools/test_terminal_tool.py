@@ -207,7 +207,9 @@ async def test_background_returns_at_once_and_keeps_running(tmp_path: Path) -> N
         result = await run(ctx, command=command, background=True)
         assert result.ok
         [job] = ctx.state.get(BACKGROUND_JOBS).jobs
-        assert result.raw_output == {"pid": job.pid, "log": str(job.log_path), "background": True}
+        assert result.raw_output == {"pid": job.pid, "log": str(job.log_path), "background": True,
+                                     "job_id": "job-1", "stdin": False}
+        assert job.job_id == "job-1" and job.log_path.name == "job-1.log" and 'job_id "job-1"' in result.text
         assert str(job.log_path) in result.text and str(job.pid) in result.text
         assert job.cwd == tmp_path.resolve()
         assert job.exit_code is None  # returned while the command waits for "go"
