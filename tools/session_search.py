@@ -4,15 +4,13 @@ The pipeline lives in ``memory.recall``; this module declares the tool, reads it
 the way Hermes does (``role_filter`` is a comma-separated string) and plugs in the summarizer:
 one short call per session to the session's auxiliary model (``services.auxiliary``), which
 charges its cost to the session. A subagent session found is marked ``(subagent of <parent>)``
-after its title, so the model can tell a delegated task from a conversation with the user.
+after its title (by ``memory.recall``), so the model can tell a delegated task from a conversation
+with the user.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from acp_hermes_memory.recall import (
     ALL_ROLES,
@@ -33,7 +31,7 @@ from acp_hermes_tools.contracts import AuxiliaryModel
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
-    from acp_hermes_memory.session_db import SessionDB
+    pass
 
 SUMMARY_MAX_TOKENS = 500
 _TITLE_QUERY_CHARS = 60
@@ -145,29 +143,7 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         )
     except ValueError as error:  # an unknown role
         raise ToolError(str(error)) from error
-    labels = await anyio.to_thread.run_sync(_subagent_labels, db, [s.session_id for s in result.sessions])
-    marked = _marked(result, labels)
-    return ToolResult(marked.text(), raw_output=_raw_output(marked))
-
-
-def _subagent_labels(db: SessionDB, session_ids: list[str]) -> dict[str, str]:
-    """``subagent of <parent>`` for each of the sessions that is a subagent's (blocking)."""
-    labels = {}
-    for session_id in session_ids:
-        record = db.get_session(session_id)
-        if record is not None and record.subagent_label:
-            labels[session_id] = record.subagent_label
-    return labels
-
-
-def _marked(result: RecallResult, labels: dict[str, str]) -> RecallResult:
-    """The result with each subagent session's label after its title."""
-    sessions = tuple(
-        dataclasses.replace(s, title=f"{s.title or 'Untitled task'} ({labels[s.session_id]})")
-        if s.session_id in labels else s
-        for s in result.sessions
-    )
-    return dataclasses.replace(result, sessions=sessions)
+    return ToolResult(result.text(), raw_output=_raw_output(result))
 
 
 def _raw_output(result: RecallResult) -> dict[str, Any]:
