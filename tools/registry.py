@@ -14,6 +14,7 @@ bounds what a hostile schema can cost.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -149,6 +150,12 @@ def cap_text(text: str, limit: int = MAX_RESULT_CHARS) -> str:
     )
 
 
+# jsonschema's modules import one another: two threads importing it at once (the warm-up, an MCP
+# schema check) can each be handed the other's half-built module ("cannot import name …"). Every
+# import of it, and of ``referencing`` beneath it, holds this lock.
+JSONSCHEMA_IMPORT = threading.Lock()
+
+
 class ToolRegistry:
     """The tools one session can use."""
 
@@ -237,7 +244,8 @@ class ToolRegistry:
     def _validator(self, tool: Tool) -> Any:
         validator = self._validators.get(tool.name)
         if validator is None:
-            from jsonschema import Draft202012Validator  # deferred: ~90 ms to import
+            with JSONSCHEMA_IMPORT:
+                from jsonschema import Draft202012Validator  # deferred: ~90 ms to import
 
             validator = Draft202012Validator(tool.schema)
             self._validators[tool.name] = validator

@@ -180,8 +180,8 @@ def _search(db: SessionDB, args: argparse.Namespace) -> int:
         print(f"No session mentions {query!r}." + (f" ({result.notice})" if result.notice else ""))
     opening, closing = _highlight()
     for found in result.sessions:
-        print(f"{found.session_id}  {_when(found.updated_at)[:16]}  {found.title or '(untitled)'}"
-              f"{_marker(records[found.session_id])}")
+        # A subagent's title comes marked from recall: "Fix it (subagent of 1a2b3c4d)".
+        print(f"{found.session_id}  {_when(found.updated_at)[:16]}  {found.title or '(untitled)'}")
         for excerpt in found.excerpts[:2]:
             print(f"    {excerpt.render(opening, closing, _printable)}")
     return 0

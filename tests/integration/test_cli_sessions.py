@@ -194,7 +194,7 @@ def test_subagent_sessions_are_listed_found_marked_and_deleted_with_their_parent
     assert len(json.loads(run_cli("sessions", "list", "--json", "--limit", "2", home=home).stdout)) == 2
 
     found = run_cli("sessions", "search", "lexer", home=home).stdout
-    assert "  Find the lexer bug  (subagent of p1234567)\n" in found
+    assert "  Find the lexer bug (subagent of p1234567)\n" in found and found.count("(subagent of") == 2
     searched = {s["id"]: s for s in json.loads(run_cli("sessions", "search", "lexer", "--json", home=home).stdout)}
     grandchild = searched["g-grandchild"]
     assert (grandchild["source"], grandchild["parent_session_id"]) == ("subagent", "c-child")

@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from acp_hermes_tools.registry import JSONSCHEMA_IMPORT
+
 log = logging.getLogger(__name__)
 
 CHECK_LIMIT = 0.5  # seconds one check of a call's arguments may take (the event loop waits that long at most)
@@ -176,15 +178,17 @@ def _timed_out(signum: int, frame: Any) -> None:
 
 def _offline_registry() -> Any:
     """A registry that resolves the schema's own ``$ref``s and the drafts' meta-schemas, and fetches nothing."""
-    from referencing import Registry
+    with JSONSCHEMA_IMPORT:
+        from referencing import Registry
 
     return Registry()
 
 
 def _validator_class(regexes: Regexes) -> Any:
     """Draft 2020-12 with every regex keyword running through ``regexes``."""
-    from jsonschema.exceptions import ValidationError
-    from jsonschema.validators import Draft202012Validator, extend
+    with JSONSCHEMA_IMPORT:
+        from jsonschema.exceptions import ValidationError
+        from jsonschema.validators import Draft202012Validator, extend
 
     def pattern(validator: Any, patrn: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
         if validator.is_type(instance, "string") and not regexes.search(patrn, instance):
