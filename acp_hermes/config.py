@@ -71,6 +71,11 @@ class Paths:
         return self.own / "quarantine"
 
     @property
+    def checkpoints(self) -> Path:
+        """The shadow git stores of workspace checkpoints (``/rollback``), one per workspace."""
+        return self.own / "checkpoints"
+
+    @property
     def memories(self) -> Path:
         return self.home / "memories"
 
@@ -136,6 +141,18 @@ class DelegationSettings(BaseModel):
         return list(dict.fromkeys(value))
 
 
+class CheckpointSettings(BaseModel):
+    """Checkpoints and ``/rollback``: the config file's ``checkpoints:`` mapping."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True  # a shadow-git checkpoint of the workspace before each turn's first change
+    max_file_size_mb: float = Field(default=10.0, gt=0)  # bigger files are left out of checkpoints
+    max_files: int = Field(default=50_000, ge=1)  # a workspace with more files gets no checkpoints (one notice)
+    keep: int = Field(default=500, ge=1)  # checkpoints kept per workspace; older ones are pruned
+    max_age_days: float = Field(default=30.0, gt=0)  # checkpoints older than this are pruned
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -175,6 +192,7 @@ class Settings(BaseModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     context_windows: dict[str, int] = Field(default_factory=dict)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)  # subagents (delegate_task)
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)  # /rollback's shadow git store
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -186,10 +204,10 @@ class Settings(BaseModel):
             return "auto"
         return value
 
-    @field_validator("delegation", mode="before")
+    @field_validator("delegation", "checkpoints", mode="before")
     @classmethod
-    def _empty_delegation(cls, value: Any) -> Any:
-        """``delegation:`` with every key under it commented out is YAML's null: the defaults."""
+    def _empty_section(cls, value: Any) -> Any:
+        """A section with every key under it commented out is YAML's null: the defaults."""
         return {} if value is None else value
 
     @field_validator("thinking_budgets", mode="after")

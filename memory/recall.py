@@ -204,10 +204,13 @@ def _recent_sessions(db: SessionDB, current_session: str | None, count: int) -> 
 
 
 def _from_record(record: SessionRecord) -> SessionRecall:
-    """A found session; a subagent's is marked as such after its title (``Fix it (subagent of 1a2b3c4d)``)."""
-    title = _guarded_title(record.title)
+    """A found session; a subagent's or a rewind's branch is marked as such after its title
+    (``Fix it (subagent of 1a2b3c4d)``, ``Fix it (rewound from 1a2b3c4d)``)."""
+    title = _guarded_title(record.bare_title)
     if record.subagent_label is not None:
         title = f"{title or 'Untitled task'} ({record.subagent_label})"
+    elif record.rewound_label is not None:
+        title = f"{title or 'Untitled session'} ({record.rewound_label})"
     return SessionRecall(
         session_id=record.id,
         title=title,

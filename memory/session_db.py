@@ -28,6 +28,7 @@ import random
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,10 @@ SNIPPET_TOKENS = 32
 ROLES = frozenset({"user", "assistant", "tool"})
 CONTINUATION_SOURCE = "compression"  # a session that continues its parent after context compression
 SUBAGENT_SOURCE = "subagent"  # a child session delegate_task started; its parent is the session that delegated
+REWOUND_SOURCE = "rewound"  # the messages a rewind took out of a conversation; its parent is the segment they left
+_REWOUND_MARK = " (rewound)"  # after the title of that segment, as the branch's title
+# Sessions that are not a conversation of their own (a fork of one is: it goes on by itself).
+_NOT_OWN_CONVERSATIONS = (CONTINUATION_SOURCE, SUBAGENT_SOURCE, REWOUND_SOURCE)
 
 _SESSION_COLUMNS = (
     "id",
@@ -209,6 +214,27 @@ class SessionRecord:
         if self.source != SUBAGENT_SOURCE:
             return None
         return f"subagent of {self.parent_session_id[:8]}" if self.parent_session_id else "subagent"
+
+    @property
+    def rewound_label(self) -> str | None:
+        """How listings and search results mark a rewind's branch: ``rewound from <the id of the segment
+        it came from cut to 8>`` (``rewound`` once that is deleted); None for any other session."""
+        if self.source != REWOUND_SOURCE:
+            return None
+        return f"rewound from {self.parent_session_id[:8]}" if self.parent_session_id else "rewound"
+
+    @property
+    def label(self) -> str | None:
+        """The mark of a session that is not a conversation of its own (``subagent_label``, ``rewound_label``)."""
+        return self.subagent_label or self.rewound_label
+
+    @property
+    def bare_title(self) -> str | None:
+        """The title to show before ``label``: a rewind's branch's without the `` (rewound)`` its label
+        says better (``Fix it (rewound from 1a2b3c4d)``, not ``Fix it (rewound) (rewound from …)``)."""
+        if self.source == REWOUND_SOURCE and self.title is not None and self.title.endswith(_REWOUND_MARK):
+            return self.title.removesuffix(_REWOUND_MARK) or None
+        return self.title
 
 
 @value
@@ -766,11 +792,13 @@ class SessionDB:
 
         Keyset paging on (updated_at, id): a page never repeats or skips a session that did not
         change between calls, however deep the page. Subagent sessions are left out unless asked
-        for: they are their parent's work, not conversations of the editor's (ACP session/list).
+        for: they are their parent's work, not conversations of the editor's (ACP session/list). Neither
+        are continuation segments (their conversation is listed under its first segment) nor a rewind's
+        branches (what the conversation let go of: found by search, not resumed).
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        conditions: list[str] = [f"source != '{CONTINUATION_SOURCE}'"]
+        conditions: list[str] = [f"source NOT IN ('{CONTINUATION_SOURCE}', '{REWOUND_SOURCE}')"]
         if not include_subagents:
             conditions.append(f"source != '{SUBAGENT_SOURCE}'")
         params: list[Any] = []
@@ -797,18 +825,81 @@ class SessionDB:
 
         Subagent sessions are left out: this list answers "what were we working on", and one
         delegation batch would push the conversations themselves off it with its children (the
-        parent's row stands for their work; a search still finds their messages).
+        parent's row stands for their work; a search still finds their messages). So are a rewind's
+        branches: the conversation went on without them.
         """
         sql = (
-            f"{_SESSION_SELECT} WHERE message_count > 0 AND source != '{SUBAGENT_SOURCE}' "
+            f"{_SESSION_SELECT} WHERE message_count > 0 AND source NOT IN ('{SUBAGENT_SOURCE}', '{REWOUND_SOURCE}') "
             "AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY updated_at DESC, id DESC LIMIT ?"
         )
         rows = self._read(lambda conn: conn.execute(sql, (_id_list(exclude), limit)).fetchall())
         return [_session_from_row(row) for row in rows]
 
     def delete_session(self, session_id: str) -> bool:
-        """Delete a session, its messages and their index entries; children lose their parent link."""
-        return self._write(lambda conn: conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0)
+        """Delete a session, its messages and their index entries, and the branches its rewinds set aside
+        (its messages too); other children lose their parent link."""
+
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute(
+                f"DELETE FROM sessions WHERE parent_session_id = ? AND source = '{REWOUND_SOURCE}'", (session_id,)
+            )
+            return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+        return self._write(work)
+
+    def rewind(self, segment_id: str, first_message_id: int) -> str | None:
+        """Take the segment's messages from ``first_message_id`` on out of the conversation: the
+        model's history goes back to just before them, and they stay searchable. Returns the id of
+        the session now holding them (None: the segment has none; nothing changed).
+
+        They move, ids and all, into a new ended session (``REWOUND_SOURCE``, parent the segment),
+        in one transaction. Only ``session_id`` changes, which the full-text indexes do not hold
+        (they are keyed by message id), so the moved messages stay indexed and a search names the
+        branch, through its join with ``messages``.
+        """
+        now = time.time()
+
+        def work(conn: sqlite3.Connection) -> str | None:
+            segment = _require_session(conn, segment_id)
+            moved, tool_calls, first_at, last_at = conn.execute(
+                "SELECT count(*), coalesce(sum(json_array_length(tool_calls)), 0), min(timestamp), max(timestamp) "
+                "FROM messages WHERE session_id = ? AND id >= ?",
+                (segment_id, first_message_id),
+            ).fetchone()
+            if not moved:
+                return None
+            branch = str(uuid.uuid4())
+            _insert_session(
+                conn,
+                session_id=branch,
+                source=REWOUND_SOURCE,
+                model=segment.model,
+                mode=segment.mode,
+                cwd=segment.cwd,
+                title=None if segment.title is None else segment.title + _REWOUND_MARK,
+                parent_session_id=segment_id,
+                now=first_at,
+                additional_directories=segment.additional_directories,
+                model_config=segment.model_config,
+                system_prompt=segment.system_prompt,
+            )
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, ended_at = ?, end_reason = ?, message_count = ?, "
+                "tool_call_count = ? WHERE id = ?",
+                (last_at, now, REWOUND_SOURCE, moved, tool_calls, branch),
+            )
+            conn.execute(
+                "UPDATE messages SET session_id = ? WHERE session_id = ? AND id >= ?",
+                (branch, segment_id, first_message_id),
+            )
+            conn.execute(
+                "UPDATE sessions SET message_count = max(0, message_count - ?), "
+                "tool_call_count = max(0, tool_call_count - ?) WHERE id = ?",
+                (moved, tool_calls, segment_id),
+            )
+            return branch
+
+        return self._write(work)
 
     def fork_session(
         self,
@@ -837,7 +928,7 @@ class SessionDB:
             _insert_session(
                 conn,
                 session_id=new_id,  # a fork is the user's own conversation, whatever it was forked from
-                source="acp" if source.source in (CONTINUATION_SOURCE, SUBAGENT_SOURCE) else source.source,
+                source="acp" if source.source in _NOT_OWN_CONVERSATIONS else source.source,
                 model=source.model if model is None else model,
                 mode=source.mode if mode is None else mode,
                 cwd=cwd,
@@ -901,7 +992,8 @@ class SessionDB:
         whose conversation the session's model has seen (recall leaves them out).
 
         A subagent link is not followed either way: a parent saw only its child's final answer,
-        and a child only its task, so each can still search the other's conversation.
+        and a child only its task, so each can still search the other's conversation. Nor is the
+        link down to a rewind's branch: the model no longer has those messages, so it may search them.
         """
         sql = f"""
             WITH RECURSIVE
@@ -915,7 +1007,7 @@ class SessionDB:
                     SELECT ?
                     UNION
                     SELECT s.id FROM sessions AS s JOIN descendants AS d ON s.parent_session_id = d.id
-                    WHERE s.source != '{SUBAGENT_SOURCE}'
+                    WHERE s.source NOT IN ('{SUBAGENT_SOURCE}', '{REWOUND_SOURCE}')
                 )
             SELECT id FROM ancestors UNION SELECT id FROM descendants
         """
@@ -1056,7 +1148,7 @@ class SessionDB:
         newest-first straight from the index (one pass, which matters for prefix queries: each
         pass re-merges every term with the prefix). Filters are then applied in rank order to
         small batches, so only about ``limit`` rows of ``messages`` are read; snippets are built
-        last, for the hits only (snippet() re-reads and re-tokenizes each text). Rewound
+        last, for the hits only (snippet() re-reads and re-tokenizes each text). Inactive
         messages (active = 0) are left out unless compacted. Returns [] when the needed index
         is unavailable or the expression is empty.
         """

@@ -59,10 +59,20 @@ JOB_WRITE_SECONDS = 10.0  # how long a write waits for a job to take its input
 
 @value
 class CommandPermit:
-    """How an allowed command may run: inside the session's sandbox (with or without network) or not."""
+    """How an allowed command may run: inside the session's sandbox (with or without network) or not;
+    ``read_only``: the command provably changes no file, so no checkpoint is taken before it."""
 
     sandboxed: bool = False
     network: bool = False
+    read_only: bool = False
+
+
+@value
+class RestoreChoice:
+    """One way of allowing a restore the user may pick (``/rollback``: with the conversation or without …)."""
+
+    choice_id: str
+    label: str
 
 
 class Gate(Protocol):
@@ -79,6 +89,13 @@ class Gate(Protocol):
     ) -> CommandPermit: ...
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
+
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
+                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
+                                requested: bool = False) -> str:
+        """A restore decided as the edit it is; the id of the choice that holds (at least one is given).
+        ``requested``: the client asked for exactly this restore, so where the mode would ask it holds."""
+        ...
 
     async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
                              links: Mapping[Path, Path] | None = None) -> None:
@@ -146,6 +163,8 @@ class ToolScope:
     state: ToolState = field(default_factory=ToolState)
     sandbox: SessionSandbox | None = None  # None: this session has no sandbox at all
     secret_links: SecretLinks | None = None  # None: hard links to secrets are not looked for
+    # Awaited once a change to the workspace is allowed, before it is made: the session's checkpoint.
+    before_change: Callable[[], Awaitable[None]] | None = None
 
     def resolve(self, raw: str) -> Path:
         return resolve_path(raw, self.cwd)
@@ -222,16 +241,32 @@ class ToolContext:
 
     async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
         await self.gate.authorize_edits(self, changes)
+        await self._before_change()
         self._authorized_paths.update(change.path for change in changes)
+
+    async def authorize_restore(self, changes: Sequence[FileChange], choices: Sequence[RestoreChoice],
+                                display: Sequence[Display], *, requested: bool = False) -> str:
+        """Ask to put ``changes`` back (a rollback); the id of the choice that holds."""
+        chosen = await self.gate.authorize_restore(self, changes, choices, display, requested=requested)
+        self._authorized_paths.update(change.path for change in changes)
+        return chosen
 
     async def authorize_command(self, command: str, cwd: Path, *, outside_sandbox: bool = False) -> None:
         """Ask for ``command``; ``outside_sandbox`` asks to run it without the OS sandbox."""
         permit = await self.gate.authorize_command(self, command, cwd, outside_sandbox=outside_sandbox)
+        if not permit.read_only:
+            await self._before_change()
         self._authorized_commands[command] = permit
 
     async def authorize_state(self, changes: Sequence[FileChange]) -> None:
         await self.gate.authorize_state(self, changes)
+        if any(self.in_workspace(change.path) for change in changes):
+            await self._before_change()
         self._authorized_state.update(change.path for change in changes)
+
+    async def _before_change(self) -> None:
+        if self.scope.before_change is not None:
+            await self.scope.before_change()
 
     async def authorize_read(self, paths: Sequence[Path], purpose: ReadPurpose = "file") -> None:
         """Ask to read ``paths`` (see ``ReadPurpose``); ``read_text`` asks by itself. A path that is a
@@ -245,6 +280,8 @@ class ToolContext:
                                  read_only: bool) -> None:
         """Ask to run ``tool`` of MCP server ``server`` with ``arguments``."""
         await self.gate.authorize_external(self, server, tool, arguments, read_only=read_only)
+        if not read_only:  # a server's tool may write the workspace as well as anything
+            await self._before_change()
         self._authorized_external.add((server, tool))
 
     async def authorize_job(self, job: JobHandle, action: JobAction, text: str = "") -> None:
@@ -252,7 +289,9 @@ class ToolContext:
         session started. The gate decides it as the command line that does the same, so it follows the
         mode and the sandbox exactly as a command would (see ``job_command_line``)."""
         self._require_own(job)
-        await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
+        permit = await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
+        if action == "write" and not permit.read_only:  # what a job does with its input may change files
+            await self._before_change()
         self._authorized_jobs.add((job.job_id, action, text))
 
     # -- doing: each refuses what was not authorized for this call
@@ -270,6 +309,14 @@ class ToolContext:
     async def delete_file(self, path: Path) -> None:
         self._require(path in self._authorized_paths, f"deleting {path} was not authorized")
         await self.editor.delete_file(path)
+
+    async def restore_files(self, paths: Sequence[Path], restore: Callable[[], T]) -> T:
+        """Run ``restore``, a blocking put-back of ``paths`` from a checkpoint, once each was authorized."""
+        for path in paths:
+            self._require(path in self._authorized_paths, f"restoring {path} was not authorized")
+        with anyio.CancelScope(shield=True):  # a restore runs to its end: each file before or after
+            done = await anyio.to_thread.run_sync(restore)
+        return done
 
     async def run_command(self, request: CommandRequest, observer: CommandObserver) -> CommandOutcome:
         """Run an authorized command; a sandboxed one is audited after it (see ``SessionSandbox.audit``)."""

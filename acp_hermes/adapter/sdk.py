@@ -51,19 +51,20 @@ def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[A
     router.add_route(Route(method="session/delete", func=handle, kind="request"))
 
 
-def observe_initialize(engine: Connection, observe: Callable[[Any], None]) -> None:
-    """Hand ``initialize``'s raw ``clientCapabilities`` to ``observe`` before the handler runs: the SDK's
-    model of them drops the fields it does not know, such as the unstable ``subagents``."""
+def observe_request(engine: Connection, method: str, observe: Callable[[Any], None]) -> None:
+    """Hand ``method``'s raw params to ``observe`` before the handler runs, in the handler's own task
+    (a context variable ``observe`` sets is seen by it): the SDK's models drop the fields they do not
+    know, such as the unstable ``clientCapabilities.subagents`` or a prompt's ``messageId``."""
     router = engine._handler
     if not isinstance(router, MessageRouter):  # an SDK change we must notice, not paper over
         raise TypeError(f"unexpected ACP router type {type(router).__name__}")
-    route = router._requests["initialize"]
+    route = router._requests[method]
     handle = route.func
     if handle is None:
-        raise TypeError("the SDK routes initialize to nothing")
+        raise TypeError(f"the SDK routes {method} to nothing")
 
     async def observed(params: Any) -> Any:
-        observe(params.get("clientCapabilities") if isinstance(params, dict) else None)
+        observe(params if isinstance(params, dict) else {})
         return await handle(params)
 
     router.add_route(dataclasses.replace(route, func=observed))

@@ -9,6 +9,7 @@ core's errors; ``errors.translated`` turns them into JSON-RPC errors.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import sys
 import weakref
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes import __version__
+from acp_hermes.adapter import rewind
 from acp_hermes.adapter.client import (
     ClientAbilities,
     ClientEditor,
@@ -32,7 +34,7 @@ from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
-from acp_hermes.adapter.sdk import json_rpc_engine, observe_initialize, route_session_delete
+from acp_hermes.adapter.sdk import json_rpc_engine, observe_request, route_session_delete
 from acp_hermes.config import ConfigError, Paths, Settings, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
 from acp_hermes.core.commands import Handled, handle, menu
@@ -70,6 +72,7 @@ class HermesAgent:
         self._manager: SessionManager | None = None
         self._menus: dict[str, tuple[tuple[str, str], ...]] = {}  # the / menu each session was last sent
         self._watching_skills = False
+        self._tended_checkpoints = False
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._shows_subagents = False  # set from initialize's raw capabilities
@@ -99,10 +102,12 @@ class HermesAgent:
             self.spawn,
         )
         route_session_delete(engine, self.delete_session)
-        observe_initialize(engine, self._raw_capabilities)
+        observe_request(engine, "initialize", self._raw_initialize)
+        observe_request(engine, "session/prompt", _raw_prompt)
 
-    def _raw_capabilities(self, capabilities: Any) -> None:
+    def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""
+        capabilities = params.get("clientCapabilities")
         self._shows_subagents = isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict)
 
     @property
@@ -190,7 +195,7 @@ class HermesAgent:
                     "additionalDirectories": {},
                     "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
                 },
-                "_meta": {"acp-hermes": {"promptQueueing": True}},
+                "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY},
             },
             "authMethods": self.auth_methods(),
             "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
@@ -256,6 +261,9 @@ class HermesAgent:
         if not self._watching_skills:
             self._watching_skills = True
             self.spawn(self._watch_skills())
+        if not self._tended_checkpoints and self.runtime.settings.checkpoints.enabled:
+            self._tended_checkpoints = True  # once per process, beside the first session
+            self.spawn(anyio.to_thread.run_sync(self.runtime.tend_checkpoints))
 
     async def _watch_skills(self) -> None:
         """Tell editors of idle sessions when skills change on disk (another process, a hand edit)."""
@@ -391,7 +399,7 @@ class HermesAgent:
         # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
         handled: Handled | None = None
         try:
-            handled = await handle(session, to_parts(blocks))
+            handled = await handle(session, to_parts(blocks), _PROMPT_MESSAGE_ID.get())
         finally:
             if handled is None or handled.reply is None:  # after the answer: a turn may have changed skills
                 self.spawn(self._announce_menu(session))
@@ -400,6 +408,18 @@ class HermesAgent:
                 await self._announce_choice(session, handled.reply.changed_option)
             await self.link.update(session.id, render_update(AgentText(handled.message_id, handled.reply.text)))
         return {"stopReason": handled.stop_reason}
+
+    @translated
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``)."""
+        if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD):
+            from acp import RequestError
+
+            raise RequestError.method_not_found(f"_{method}")
+        session = await self._session(rewind.session_id_of(params))
+        if method == rewind.POINTS_METHOD:
+            return await rewind.points(session)
+        return await rewind.rewind_to(session, params)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:
@@ -427,6 +447,15 @@ class HermesAgent:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)  # a cancelled task finishes its DB write first
         await self.runtime.aclose()
+
+
+# The client's ``messageId`` of the prompt being handled (the SDK's model of the request drops it).
+_PROMPT_MESSAGE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("prompt_message_id", default=None)
+
+
+def _raw_prompt(params: dict[str, Any]) -> None:
+    message_id = params.get("messageId")
+    _PROMPT_MESSAGE_ID.set(message_id if isinstance(message_id, str) and message_id else None)
 
 
 def _plain(value: Any) -> dict[str, Any]:

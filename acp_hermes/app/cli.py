@@ -1,4 +1,5 @@
-"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, sessions, memory, skills, demo."""
+"""Command-line entry points: serve ACP over stdio (the default), setup, doctor, sessions, checkpoints, memory,
+skills, demo."""
 
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="show the effective configuration, where files live and what is wrong")
     doctor.add_argument("--repair", action="store_true",
                         help="move a damaged session database aside (kept) and start a fresh one from what it can read")
-    from acp_hermes.app import memory_cli, sessions, skills_cli
+    from acp_hermes.app import checkpoints_cli, memory_cli, sessions, skills_cli
 
     sessions.add_commands(commands, common)
+    checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
     demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
@@ -146,6 +148,10 @@ def _run(args: argparse.Namespace) -> int:
         from acp_hermes.app.sessions import run_sessions
 
         return run_sessions(args)
+    if args.command == "checkpoints":
+        from acp_hermes.app.checkpoints_cli import run_checkpoints
+
+        return run_checkpoints(args)
     if args.command == "memory":
         from acp_hermes.app.memory_cli import run_memory
 

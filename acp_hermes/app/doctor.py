@@ -152,6 +152,41 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
             problems.append(f"skill {skill.name} is not loaded ({skill.skill_file}): {skill.reason}")
 
 
+def _checkpoints(paths: Paths, settings: Settings, problems: list[str]) -> None:
+    """Whether checkpoints can be taken (config, git) and the state of every workspace's store."""
+    from acp_hermes.app.checkpoints_cli import git_found, human_size, summaries
+
+    enabled = settings.checkpoints.enabled
+    print(f"  {'enabled' if enabled else 'turned off in the configuration (checkpoints.enabled: no)'}")
+    git = git_found()
+    if git is None:
+        print("  git: not found: checkpoints are off")
+        if enabled:
+            problems.append("git is not on PATH: no checkpoints are taken, so `/rollback` has nothing to restore "
+                            "(install git)")
+    else:
+        print(f"  git {git[1]}: {git[0]}")
+    try:
+        with progress("checking the checkpoint stores"):
+            found = summaries(paths, check=git is not None)  # without git: only how much room they take
+    except OSError as exc:
+        print(f"  stores: cannot be read ({exc.strerror or exc})")
+        problems.append(f"the checkpoint stores in {paths.checkpoints} cannot be read: {exc.strerror or exc}")
+        return
+    total = sum(summary.size for summary in found)
+    print(f"  {len(found)} store{'' if len(found) == 1 else 's'}, {human_size(total)} ({paths.checkpoints})")
+    for summary in found:
+        workspace = summary.store.workspace
+        if summary.problem:
+            print(f"  BROKEN: {workspace}: {summary.problem}")
+            problems.append(f"the checkpoint store of {workspace} ({summary.store.directory}) is broken: "
+                            f"{summary.problem}. `/rollback` cannot restore from it; delete that directory to "
+                            "start it afresh")
+        if summary.interrupted_restore:
+            print(f"  note: a restore in {workspace} was interrupted; acp-hermes finishes it when its next "
+                  "session starts")
+
+
 def _mcp_servers(settings: Settings, problems: list[str]) -> None:
     """The configured MCP servers as sessions will see them (not started: doctor stays quick)."""
     from acp_hermes_tools.mcp.specs import parse_configured
@@ -225,6 +260,7 @@ def run_doctor(*, repair: bool = False) -> int:
         ("logs", paths.logs),
         ("memories", paths.memories),
         ("SOUL.md", paths.soul),
+        ("checkpoints", paths.checkpoints),
     ):
         print(f"  {label:<17} {path}{'' if path.exists() else '  (not created yet)'}")
     if paths.home.exists() and not os.access(paths.home, os.W_OK):
@@ -273,6 +309,8 @@ def run_doctor(*, repair: bool = False) -> int:
     _memory_files(paths, effective, problems)
     print("\nSkills")
     _skills(paths, effective, problems)
+    print("\nCheckpoints")
+    _checkpoints(paths, effective, problems)
     print("\nMCP servers")
     _mcp_servers(effective, problems)
     print("\nEditors")

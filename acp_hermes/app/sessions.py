@@ -59,8 +59,9 @@ def _record(record: SessionRecord) -> dict[str, Any]:
 
 
 def _marker(record: SessionRecord | None) -> str:
-    """``  (subagent of 1a2b3c4d)`` after a subagent session's title; nothing after any other."""
-    label = record.subagent_label if record is not None else None
+    """``  (subagent of 1a2b3c4d)`` after a subagent session's title (``  (rewound from 1a2b3c4d)`` after a
+    rewind's branch's); nothing after any other."""
+    label = record.label if record is not None else None
     return f"  ({label})" if label else ""
 
 
@@ -77,7 +78,7 @@ def _list(db: SessionDB, args: argparse.Namespace) -> int:
         print("No sessions yet.")
     for record in records:
         print(f"{record.id}  {_when(record.updated_at)[:16]}  {record.message_count:>5} msgs  "
-              f"{record.title or '(untitled)'}{_marker(record)}  [{record.cwd}]")
+              f"{record.bare_title or '(untitled)'}{_marker(record)}  [{record.cwd}]")
     return 0
 
 

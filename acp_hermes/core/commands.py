@@ -230,6 +230,28 @@ async def _sandbox(session: Session, arg: str) -> CommandReply:
     return CommandReply("OS sandbox for commands:\n" + "\n".join(f"- {line}" for line in lines))
 
 
+ROLLBACK_USAGE = ("`/rollback` lists the checkpoints; `/rollback <n>` restores the files the agent changed since "
+                  "checkpoint n; `/rollback <n> <path>` restores one file. Add `--conversation` to also rewind the "
+                  "conversation, `--include-edited` to also restore files you changed by hand.")
+
+
+async def _rollback(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.rollback import list_text, rollback
+
+    words = arg.split()
+    flags = {word for word in words if word.startswith("--")}
+    rest = [word for word in words if not word.startswith("--")]
+    unknown = flags - {"--conversation", "--include-edited"}
+    if not rest and not flags:
+        return CommandReply(await list_text(session))
+    if unknown or not rest or not rest[0].isdigit() or len(rest) > 2:
+        return CommandReply(f"Not understood. {ROLLBACK_USAGE}")
+    async with session.exclusive():  # after a running turn, before the next
+        result = await rollback(session, int(rest[0]), path=rest[1] if len(rest) > 1 else None,
+                                include_edited="--include-edited" in flags, conversation="--conversation" in flags)
+    return CommandReply(result.message)
+
+
 COMMANDS: dict[str, SlashCommand] = {
     c.name: c
     for c in (
@@ -251,6 +273,9 @@ COMMANDS: dict[str, SlashCommand] = {
                      "optional: file path", _export),
         SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
                      "optional: what to stress", _init),
+        SlashCommand("rollback", "List checkpoints, or restore the files the agent changed since one (and the "
+                     "conversation, if you choose).", "optional: checkpoint number [path] [--conversation]",
+                     _rollback),
     )
 }
 
@@ -273,9 +298,10 @@ async def run_command(session: Session, parts: Sequence[PromptPart]) -> CommandR
     return await command.run(session, arg)
 
 
-async def handle(session: Session, parts: Sequence[PromptPart]) -> Handled:
+async def handle(session: Session, parts: Sequence[PromptPart], client_message_id: str | None = None) -> Handled:
     """Run what the user sent: a slash command, a skill invocation or a model turn (queued behind a
-    running turn, like any prompt). A subagent's session takes none: its parent drives it."""
+    running turn, like any prompt). A subagent's session takes none: its parent drives it.
+    ``client_message_id``: the client's id for the prompt, stored with it."""
     if session.subagent is not None:
         raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; it takes no prompts")
     reply = await run_command(session, parts)
@@ -283,8 +309,9 @@ async def handle(session: Session, parts: Sequence[PromptPart]) -> Handled:
         parts, reply = list(reply.turn), None
     if reply is None:
         parts = await skill_prompt(session, parts) or parts
-        return Handled(await session.prompt(parts))
+        return Handled(await session.prompt(parts, client_message_id))
     message_id = str(uuid.uuid4())
+    session.transcript.client_message_id = client_message_id
     await remember(session, parts, reply, message_id)
     return Handled("end_turn", reply, message_id)
 

@@ -29,8 +29,8 @@ from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
-from acp_hermes_tools.contracts import FileChange, PermissionDenied
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, RestoreChoice, ToolContext
+from acp_hermes_tools.contracts import Display, FileChange, PermissionDenied
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import TurnSettings
@@ -141,8 +141,10 @@ class _Scratch(Transcript):
     def __init__(self, messages: list[dict[str, Any]]) -> None:
         self.session_id = "review"
         self.messages = list(messages)
+        self.client_message_id = None
+        self.last_prompt_row = None
 
-    async def _append_row(self, role: str, content: str, **fields: Any) -> None:
+    async def _append_row(self, role: str, content: str, **fields: Any) -> int | None:
         return None
 
 
@@ -187,6 +189,11 @@ class _ReviewGate:
             raise PermissionDenied(HELD)
 
     async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+        raise PermissionDenied("A background review only updates memory and skills.")
+
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
+                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
+                                requested: bool = False) -> str:
         raise PermissionDenied("A background review only updates memory and skills.")
 
     async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, *,

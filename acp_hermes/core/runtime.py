@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_memory.skills import SkillStore
     from acp_hermes_memory.store import MemoryStore
+    from acp_hermes_tools.checkpoints import CheckpointStore
     from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class Runtime:
     _memory: MemoryStore | None = None
     _grants: GrantStore | None = None
     _skills: dict[Path, SkillStore] = field(default_factory=dict)  # by project: sessions there share the index
+    _checkpoints: dict[Path, CheckpointStore] = field(default_factory=dict)  # by workspace: sessions there share it
 
     @property
     def provider(self) -> AnthropicProvider:
@@ -117,6 +119,39 @@ class Runtime:
                 external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
                 store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
             return store
+
+    def checkpoints_for(self, workspace: Path) -> CheckpointStore:
+        """The shadow store of ``workspace`` (blocking the first time: it may create it)."""
+        with self._stores_lock:
+            store = self._checkpoints.get(workspace)
+            if store is None:
+                from acp_hermes_tools.checkpoints import CheckpointStore
+
+                limits = self.settings.checkpoints
+                store = CheckpointStore.for_workspace(
+                    self.paths.checkpoints, workspace, max_file_bytes=int(limits.max_file_size_mb * 1024 * 1024),
+                    max_files=limits.max_files)
+                store.recover()  # a restore a killed process left half done is finished before anything else
+                self._checkpoints[workspace] = store
+            return store
+
+    def tend_checkpoints(self) -> None:
+        """Finish the restores killed processes left half done and prune every workspace's checkpoints
+        by count and age (blocking: a background thread runs it once per process)."""
+        from acp_hermes_tools.checkpoints import recover_all, stores
+
+        home, limits = self.paths.checkpoints, self.settings.checkpoints
+        for directory, report in recover_all(home):
+            log.info("checkpoints: finished a restore a killed process left in %s (%d file(s))", directory,
+                     len(report.written) + len(report.deleted))
+        for store in stores(home):
+            try:
+                pruned = store.prune(keep=limits.keep, max_age_seconds=limits.max_age_days * 86_400)
+            except Exception:  # one broken store must not keep the others from being pruned
+                log.exception("checkpoints: pruning %s failed", store)
+                continue
+            if pruned:
+                log.info("checkpoints: pruned %d old checkpoint(s) of %s", pruned, store)
 
     @property
     def grants(self) -> GrantStore:

@@ -14,8 +14,9 @@ end ``cancelled``. What a prompt is (a slash command, a skill, a model turn) is 
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -37,12 +38,14 @@ from acp_hermes_tools.contracts import Editor, ToolEventSink, ToolServices
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
+    from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.loop import StopReason, TurnResult, TurnSettings
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_tools.checkpoints import CheckpointStore
     from acp_hermes_tools.mcp.connection import McpConnection
     from acp_hermes_tools.mcp.servers import McpServers
     from acp_hermes_tools.mcp.specs import McpServerSpec
@@ -95,8 +98,10 @@ class Session:
         subagent: SubagentSpec | None = None,
         stored_tool_results: Sequence[tuple[str, Any]] = (),
         context: tuple[int, int] = (0, 0),
+        checkpoints: SessionCheckpoints | None = None,
     ) -> None:
-        from acp_hermes.core.job_notices import JobNotices  # sessions only: kept off start-up
+        from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
+        from acp_hermes.core.job_notices import JobNotices
         from acp_hermes.core.review import Nudges
         from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
         from acp_hermes_tools.secret_links import SecretLinks
@@ -131,6 +136,9 @@ class Session:
             store=runtime.grants,
             session_grants=subagent.grants if subagent is not None else None,
         )
+        # A child's are its parent's: the parent's turn is what a rollback undoes.
+        self.checkpoints = checkpoints or SessionCheckpoints(
+            session_id, self._checkpoint_store(runtime, cwd), self._notify)
         roots = (cwd, *additional_directories)
         self.tools = ToolScope(
             session_id=session_id,
@@ -148,6 +156,7 @@ class Session:
                 extra_environment=tuple(runtime.settings.sandbox_env),
             ),
             secret_links=SecretLinks(Path.home(), runtime.paths.home),
+            before_change=self.checkpoints.before_change,
         )
         self._hints = SubdirectoryHintTracker(cwd, additional_directories)
         # (tool name, raw output) of the calls a restored session had completed: its tools get their
@@ -172,9 +181,17 @@ class Session:
         self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
         self._reviews: set[anyio.CancelScope] = set()  # running background reviews: cancelled with the session
         self._naming_started = False
+        self._notes: list[str] = []  # for the model's next turn (note_for_model)
         self.mcp: McpServers | None = None  # this session's MCP servers (connect_mcp)
         self._mcp_registry: tuple[int, ToolRegistry] | None = None  # the registry with their tools, by version
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
+
+    @staticmethod
+    def _checkpoint_store(runtime: Runtime, cwd: Path) -> Callable[[], CheckpointStore] | None:
+        """How the session's checkpoint store opens; None when checkpoints are off."""
+        if not runtime.settings.checkpoints.enabled:
+            return None
+        return lambda: runtime.checkpoints_for(cwd)
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -280,6 +297,45 @@ class Session:
         return ToolContext(call_id=call_id, scope=self.tools, editor=self.editor, gate=self.gate, sink=sink,
                            title=title)
 
+    def tool_context(self, call_id: str, title: str) -> ToolContext:
+        """The checked doors of a call the session makes itself (an export, a rollback)."""
+        return self._tool_context(call_id, title, self._sink)
+
+    def note_for_model(self, text: str) -> None:
+        """Tell the model ``text`` at the start of its next turn (what changed under it meanwhile)."""
+        self._notes.append(text)
+
+    # -- rewinding the conversation
+
+    async def can_rewind_to(self, prompt_row: int) -> bool:
+        """Whether the conversation can go back to just before the prompt stored as ``prompt_row``: it is
+        a turn's prompt in the current segment (a compaction since then summarised it away)."""
+        rows = await anyio.to_thread.run_sync(self.db.messages, self.transcript.session_id)
+        return any(row.id == prompt_row and row.role == "user" and row.payload for row in rows)
+
+    async def rewind_conversation(self, prompt_row: int) -> int:
+        """Rewind the model's history to just before the prompt stored as ``prompt_row``; the later
+        messages are set aside as an ended segment (found by search, not replayed). How many moved."""
+        from acp_hermes.core.transcript import history_from_rows, restored_context
+
+        segment = self.transcript.session_id
+        db = self.db
+
+        def rewind() -> tuple[int, list[Any]]:
+            before = len(db.messages(segment))
+            db.rewind(segment, prompt_row)
+            rows = db.messages(segment)
+            return before - len(rows), rows
+
+        with anyio.CancelScope(shield=True):
+            moved, rows = await anyio.to_thread.run_sync(rewind)
+        history = history_from_rows(rows)
+        self.transcript = Transcript(segment, db, history)
+        self.last_context_tokens, self.measured_messages = restored_context(
+            self.system_prompt, rows, len(history), carried=segment != self.id)
+        log.info("session %s: conversation rewound before message %d (%d set aside)", self.id, prompt_row, moved)
+        return moved
+
     def _turn_settings(self) -> TurnSettings:
         from acp_hermes.core.loop import TurnSettings
 
@@ -293,14 +349,16 @@ class Session:
             cache_ttl=settings.cache_ttl,
         )
 
-    async def prompt(self, parts: Sequence[PromptPart]) -> StopReason:
-        """Run one prompt to its end; queued behind a running turn if there is one."""
+    async def prompt(self, parts: Sequence[PromptPart], client_message_id: str | None = None) -> StopReason:
+        """Run one prompt to its end; queued behind a running turn if there is one. ``client_message_id``:
+        the client's id for it, stored with it (rewind points name it)."""
         epoch = self._cancel_epoch
         if self._turn_lock is None:
             self._turn_lock = anyio.Lock()
         async with self._turn_lock:
             if epoch != self._cancel_epoch or self.closed:
                 return "cancelled"
+            self.transcript.client_message_id = client_message_id
             return await self._run(parts)
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
@@ -323,6 +381,8 @@ class Session:
         if self.choices.mode is Mode.PLAN:
             content.append({"type": "text", "text": PLAN_MODE_NOTE})
         content.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
+        content.extend({"type": "text", "text": note} for note in self._notes)  # e.g. files rolled back
+        self._notes.clear()
         if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
@@ -343,12 +403,18 @@ class Session:
             pending_notes=self._job_notices.pending_notes,
         )
         stop: StopReason = "cancelled"
+        own_turn = self.subagent is None  # a child's changes belong to its parent's turn (and checkpoint)
+        if own_turn:
+            self.checkpoints.begin(converted.plain_text, lambda: self.transcript.last_prompt_row)
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
                 stop = (await loop.run_turn(content, converted.plain_text, parts, self._turn_settings())).stop_reason
             finally:
                 self._scope = None
+                if own_turn:
+                    with anyio.CancelScope(shield=True):  # a cancelled turn's changes are the agent's all the same
+                        await self.checkpoints.end()
         result = loop.result  # also what a cancelled turn used before it stopped
         self.last_turn = result
         if result.model_calls:
@@ -507,6 +573,19 @@ class Session:
 
     async def emit(self, event: Event) -> None:
         await self._sink.emit(event)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """Hold the session between turns: a rollback waits for the running turn and keeps the next waiting."""
+        if self._turn_lock is None:
+            self._turn_lock = anyio.Lock()
+        async with self._turn_lock:
+            yield
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs (or a rollback holds the session)."""
+        return self._turn_lock is not None and self._turn_lock.locked()
 
     async def wait_until_idle(self) -> None:
         """Return once no turn runs (a cancelled one has finished storing what it had)."""

@@ -33,13 +33,14 @@ from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionN
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import Transcript, announced_calls, history_from_rows, last_measured
+from acp_hermes.core.transcript import Transcript, announced_calls, history_from_rows, restored_context
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Editor
 
 if TYPE_CHECKING:
+    from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
     from acp_hermes_tools.mcp.specs import McpServerSpec
@@ -73,6 +74,7 @@ class SessionLinks:
     sink: EventSink
     asker: Asker
     editor: Editor
+    checkpoints: SessionCheckpoints | None = None  # its parent's: a child's changes are its parent's turn's
 
 
 @value
@@ -263,6 +265,11 @@ class SessionManager:
         if record.subagent_label is not None:  # its parent drove it; as a session of its own it would lose its limits
             raise InvalidInput(f"session {session_id} is the session of a subagent ({record.subagent_label}): it "
                                "cannot be opened on its own; load its parent, or find its work with session_search")
+        from acp_hermes_memory.session_db import REWOUND_SOURCE
+
+        if record.source == REWOUND_SOURCE:  # the later turns a rewind set aside: no conversation on their own
+            raise InvalidInput(f"session {session_id} holds turns rewound out of another session ({record.label}); "
+                               "load that session, or find these turns with session_search")
         rows = db.messages(session_id)  # ~0.1 s for 5,000 messages: one read serves history and replay
         if str(cwd) != record.cwd:
             db.update_session(session_id, cwd=str(cwd))
@@ -331,7 +338,7 @@ class SessionManager:
             if row.role == "tool" and row.tool_name and isinstance(row.display, dict)
             and row.display.get("status") == "completed"
         ]
-        context = _restored_context(system_prompt, history_rows, len(transcript.messages), carried=bool(later))
+        context = restored_context(system_prompt, history_rows, len(transcript.messages), carried=bool(later))
         return _Stored(record, system_prompt, transcript, rows, tool_results, context)
 
     def _open(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
@@ -373,6 +380,7 @@ class SessionManager:
             subagent=subagent,
             stored_tool_results=stored.tool_results,
             context=stored.context,
+            checkpoints=links.checkpoints if links is not None else None,
         )
         self._live[session_id] = session
         return session
@@ -400,7 +408,8 @@ class SessionManager:
         choices = SessionChoices(mode=parent.choices.mode, model=parent.choices.model,
                                  thought_level=parent.choices.thought_level)
         return await self.create(parent.cwd, parent.additional_directories, session_id=child_id,
-                                 parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor),
+                                 parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor,
+                                                                 checkpoints=parent.checkpoints),
                                  choices=choices, subagent=spec)
 
     def delegate_tool(self, parent: Session) -> Tool:
@@ -485,30 +494,3 @@ class SessionManager:
         """Return once no session is being built (at shutdown: each one stores what it has, then closes)."""
         while self._opening:
             await next(iter(self._opening.values())).wait()
-
-
-def _restored_context(system_prompt: str, rows: Sequence[MessageRecord], message_count: int, *,
-                      carried: bool) -> tuple[int, int]:
-    """The context a restored conversation holds, as ``Session`` keeps it: the figure the last model
-    call measured (stored with its message; the gauge then reads as it did after that turn) and how
-    many of the ``message_count`` messages it covers. A conversation stored before figures were kept
-    is estimated whole."""
-    measured = last_measured(rows)
-    if measured is None:
-        return _estimated_context(system_prompt, rows, carried=carried), message_count
-    tokens, index = measured
-    return tokens, message_count - len(history_from_rows(rows[index + 1:]))
-
-
-def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, carried: bool) -> int:
-    """Roughly how many tokens a restored conversation holds (about 4 characters a token), so the
-    editor's context gauge is not empty until the next model call reports the exact figure. Rows a
-    compaction carried over have no text of their own: their content counts instead."""
-    characters = len(system_prompt) + sum(len(row.content) + len(row.reasoning or "") for row in rows)
-    if not carried:
-        return characters // 4
-    from acp_hermes.core.compression import estimate_tokens
-
-    kept = [{"role": row.role, "content": row.payload} for row in rows
-            if isinstance(row.display, dict) and row.display.get("carried") and row.payload]
-    return characters // 4 + estimate_tokens(kept)

@@ -95,18 +95,29 @@ class Transcript:
         self.session_id = session_id
         self._db = db
         self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        # The client's own id for the prompt stored next (ACP ``messageId``), kept with it: rewind points name it.
+        self.client_message_id: str | None = None
+        self.last_prompt_row: int | None = None  # the row of the last prompt stored: where its turn begins
 
-    async def _append_row(self, role: str, content: str, **fields: Any) -> None:
-        def write() -> None:
+    async def _append_row(self, role: str, content: str, **fields: Any) -> int | None:
+        def write() -> int | None:
             from acp_hermes_memory.session_db import SessionNotFound
 
             try:
-                self._db.append_message(self.session_id, role, content, **fields)
+                return self._db.append_message(self.session_id, role, content, **fields)
             except SessionNotFound:  # deleted while its turn was winding down: nowhere to keep it
                 log.info("session %s was deleted; dropped its %s message", self.session_id, role)
+                return None
 
         with anyio.CancelScope(shield=True):  # a cancel must not lose a finished message
-            await anyio.to_thread.run_sync(write)
+            row = await anyio.to_thread.run_sync(write)
+        return row
+
+    async def _append_prompt(self, plain_text: str, prompt: Sequence[PromptPart], **fields: Any) -> None:
+        display: dict[str, Any] = {"prompt": [to_record(p) for p in prompt]}
+        if self.client_message_id:
+            display["client_message_id"], self.client_message_id = self.client_message_id, None
+        self.last_prompt_row = await self._append_row("user", plain_text, display=display, **fields)
 
     async def add_side_call(self, outcome: ToolOutcome) -> None:
         """Store a call the agent made beside the conversation (a background review's write, a held
@@ -117,7 +128,7 @@ class Transcript:
     async def add_local_prompt(self, plain_text: str, prompt: Sequence[PromptPart]) -> None:
         """Store a prompt answered here without the model (a slash command): replayed to the editor,
         never part of the model's history (a row without payload)."""
-        await self._append_row("user", plain_text, display={"prompt": [to_record(p) for p in prompt]})
+        await self._append_prompt(plain_text, prompt)
 
     async def add_local_reply(self, text: str, *, message_id: str) -> None:
         """Store agent text the model did not write (a command's reply, a question put to the user in
@@ -126,7 +137,7 @@ class Transcript:
 
     async def add_user(self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart]) -> None:
         self.messages.append({"role": "user", "content": content})
-        await self._append_row("user", plain_text, payload=content, display={"prompt": [to_record(p) for p in prompt]})
+        await self._append_prompt(plain_text, prompt, payload=content)
 
     async def add_assistant(
         self,
@@ -305,6 +316,11 @@ class StoredToolCall:
 StoredMessage = StoredPrompt | StoredReply | StoredToolCall
 
 
+def prompt_message_id(row_id: int) -> str:
+    """The id a stored prompt the client gave none is shown and named with (replay, rewind points)."""
+    return f"user-{row_id}"
+
+
 def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
     """The conversation in the order the user saw it."""
     for row in rows:
@@ -315,7 +331,7 @@ def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
             prompt = display.get("prompt")
             records = prompt if isinstance(prompt, list) and prompt else None
             parts = tuple(from_record(r) for r in records) if records else (TextPart(row.content),)
-            yield StoredPrompt(f"user-{row.id}", parts)
+            yield StoredPrompt(display.get("client_message_id") or prompt_message_id(row.id), parts)
         elif row.role == "assistant":
             yield StoredReply(display.get("message_id") or f"agent-{row.id}", row.content, row.reasoning or "")
         elif row.role == "tool":
@@ -364,3 +380,30 @@ def decode_display(data: list[dict[str, Any]]) -> tuple[Display, ...]:
         elif kind == "terminal":
             items.append(TerminalDisplay(item["id"]))
     return tuple(items)
+
+
+def restored_context(system_prompt: str, rows: Sequence[MessageRecord], message_count: int, *,
+                      carried: bool) -> tuple[int, int]:
+    """The context a restored conversation holds, as ``Session`` keeps it: the figure the last model
+    call measured (stored with its message; the gauge then reads as it did after that turn) and how
+    many of the ``message_count`` messages it covers. A conversation stored before figures were kept
+    is estimated whole."""
+    measured = last_measured(rows)
+    if measured is None:
+        return _estimated_context(system_prompt, rows, carried=carried), message_count
+    tokens, index = measured
+    return tokens, message_count - len(history_from_rows(rows[index + 1:]))
+
+
+def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, carried: bool) -> int:
+    """Roughly how many tokens a restored conversation holds (about 4 characters a token), so the
+    editor's context gauge is not empty until the next model call reports the exact figure. Rows a
+    compaction carried over have no text of their own: their content counts instead."""
+    characters = len(system_prompt) + sum(len(row.content) + len(row.reasoning or "") for row in rows)
+    if not carried:
+        return characters // 4
+    from acp_hermes.core.compression import estimate_tokens
+
+    kept = [{"role": row.role, "content": row.payload} for row in rows
+            if isinstance(row.display, dict) and row.display.get("carried") and row.payload]
+    return characters // 4 + estimate_tokens(kept)

@@ -264,7 +264,7 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
             findings.opaque.append("a program named only at run time")
         for reason in invocation.opaque:
             findings.hidden(reason)
-        for name, why in _assignments_that_matter(command):
+        for name, why in _assignments_that_matter(invocation):
             findings.dangerous(f"sets {name}, which {why}")
         for name in invocation.chain:
             if name in _ELEVATORS:
@@ -441,30 +441,15 @@ _RUNS_PROGRAMS = re.compile(
 _MOVES_CONFIGURATION = re.compile(r"HOME|ZDOTDIR|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|(?i:npm_config_\w+)|CARGO_HOME|RUSTUP_HOME")
 
 
-def _assignments_that_matter(command: Command) -> list[tuple[str, str]]:
+def _assignments_that_matter(invocation: Invocation) -> list[tuple[str, str]]:
     """Assignments on the line that change what ends up running: named programs, or where programs
-    read the configuration that names them (``HOME=. git status`` reads ``./.gitconfig``)."""
-    found = [(name, "makes it run other programs") for name in _program_running_assignments(command)]
-    for name in _assigned_names(command):
+    read the configuration that names them (``HOME=. git status`` reads ``./.gitconfig``) — before
+    the program or any wrapper on the way (``timeout 5 env LD_PRELOAD=x ls``)."""
+    found = [(name, "makes it run other programs") for name in _program_running_assignments(invocation)]
+    for name in invocation.assigned:
         if not any(name == seen for seen, _ in found) and _MOVES_CONFIGURATION.fullmatch(name):
             found.append((name, "makes programs read their configuration (and the programs it names) elsewhere"))
     return found
-
-
-def _assigned_names(command: Command) -> list[str]:
-    names_found, after_env = [], False
-    for word in command.words:
-        name, is_assignment, _ = word.text.partition("=")
-        if is_assignment and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\+?", name):
-            names_found.append(name.rstrip("+"))
-            continue
-        if program_name(word.text) == "env" and not after_env:
-            after_env = True
-            continue
-        if after_env and word.text.startswith("-"):
-            continue
-        break
-    return names_found
 
 
 def _follow_cd(invocation: Invocation, env: _Env, findings: _Findings) -> None:
@@ -481,9 +466,9 @@ def _follow_cd(invocation: Invocation, env: _Env, findings: _Findings) -> None:
     env.cwd = _resolved(target.text, env) or env.cwd
 
 
-def _program_running_assignments(command: Command) -> list[str]:
+def _program_running_assignments(invocation: Invocation) -> list[str]:
     """Names assigned on the line (``X=1 cmd``, ``env X=1 cmd``) that change what ends up running."""
-    return [name for name in _assigned_names(command) if _RUNS_PROGRAMS.fullmatch(name)]
+    return [name for name in invocation.assigned if _RUNS_PROGRAMS.fullmatch(name)]
 
 
 def _assess_piped_scripts(
@@ -1420,10 +1405,10 @@ def grant_keys(command: str, roots: Sequence[Path] = ()) -> GrantKeys:
     assigned on the line (``HOME=. git status`` reads ``./.gitconfig``).
 
     None — ask every time — for those, and for whatever changes what runs behind a familiar name:
-    command and process substitution, backticks, ``eval``, here-documents, function definitions,
-    ``case``, a program named by a variable or a brace list, unbalanced quotes, a script piped into
-    an interpreter, a program that keeps or replays commands (``tmux``, ``at``), and an awk program
-    that runs commands.
+    command and process substitution, backticks (also within ``${…}`` and arithmetic), ``eval``,
+    here-documents, function definitions, ``case``, a program named by a variable or a brace list,
+    unbalanced quotes, a script piped into an interpreter, a program that keeps or replays commands
+    (``tmux``, ``at``), and an awk program that runs commands.
     """
     why: list[str] = []
     keys = _line_keys(command, 0, tuple(posixpath.normpath(str(root)) for root in roots), why)
@@ -1439,7 +1424,7 @@ def _line_keys(text: str, depth: int, roots: tuple[str, ...], why: list[str]) ->
     keys: list[str] = []
     analysed = [(command, look_through(command.words)) for command in parse.commands]
     for command, invocation in analysed:
-        assigned = _assigned_names(command)
+        assigned = invocation.assigned
         if assigned:
             why.append(f"it sets {assigned[0]}, and no remembered grant covers an environment assignment")
             return None

@@ -38,7 +38,7 @@ from acp_hermes.permissions.policy import (
 from acp_hermes_memory.grants import GrantStore, ProjectGrants
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, RestoreChoice, ToolContext
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
 log = logging.getLogger(__name__)
@@ -52,10 +52,16 @@ CANCELLED = "cancelled"
 
 @value
 class PermissionOption:
-    """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)."""
+    """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)
+    unless ``kind`` names it (an answer of a question with more than one way to allow)."""
 
     option_id: str
     label: str
+    kind: str = ""
+
+    @property
+    def option_kind(self) -> str:
+        return self.kind or self.option_id
 
 
 @value
@@ -135,7 +141,30 @@ class PermissionGate:
         network_allowed = available and sandbox is not None and sandbox.network_allowed
         request = CommandRequest(command, available, network_allowed, leave_sandbox=outside_sandbox, cwd=cwd)
         verdict = await self._settle(ctx, request, title, "execute", display)
-        return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network)
+        from acp_hermes.permissions.read_only import reads_only  # big rule tables: kept off start-up
+
+        read_only = reads_only(command, home=self._home, roots=ctx.roots, cwd=cwd)
+        return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network, read_only=read_only)
+
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
+                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
+                                requested: bool = False) -> str:
+        """A restore of ``changes`` (``/rollback``), decided as the edit it is. When the mode asks, the
+        user picks one of ``choices`` (each a way to allow) or rejects; otherwise the first choice holds —
+        as it does when the client ``requested`` this very restore (the user asked there)."""
+        title = ctx.title or _edit_title(changes, ctx.cwd)
+        where = Surroundings(self._home, self._hermes_home, ctx.roots)
+        verdict = decide(EditRequest(tuple(c.path for c in changes)), self.mode, await self.grants(), where)
+        if verdict.outcome == "refuse":
+            raise PermissionDenied(verdict.message)
+        if verdict.outcome == "allow" or requested:
+            return choices[0].choice_id
+        options = (*(PermissionOption(c.choice_id, c.label, ALLOW_ONCE) for c in choices),
+                   PermissionOption(REJECT_ONCE, "Reject"))
+        choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, "edit", tuple(display), options))
+        if any(choice == c.choice_id for c in choices):
+            return choice
+        raise PermissionDenied(NOT_ASKED if choice == CANCELLED else DECLINED)
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
@@ -276,9 +305,12 @@ def _home_relative(path: Path, home: Path) -> str:
         return str(path)
 
 
+NOT_ASKED = "The permission request was cancelled; the action did not run."
+
+
 def _require_allowed(choice: str) -> None:
     if choice == CANCELLED:
-        raise PermissionDenied("The permission request was cancelled; the action did not run.")
+        raise PermissionDenied(NOT_ASKED)
     if choice not in (ALLOW_ONCE, ALLOW_ALWAYS):
         raise PermissionDenied(DECLINED)
 

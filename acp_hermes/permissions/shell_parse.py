@@ -4,7 +4,8 @@ Kept apart from ``command_risk`` because parsing and judging are separate jobs: 
 knows shell syntax and the habits of wrappers and interpreters, ``risk`` knows which commands
 are dangerous. ``parse_commands`` splits a line into the simple commands it runs — across ``;``,
 ``&&``, ``||``, pipes, ``&``, newlines, subshells, ``$( … )``, backticks and process
-substitutions — so quoted prose (``git commit -m "rm -rf /"``) is not mistaken for a command.
+substitutions, also within ``${…}`` and arithmetic — so quoted prose (``git commit -m "rm -rf /"``)
+is not mistaken for a command.
 ``look_through`` sees past wrappers (``sudo``, ``env``, ``timeout``, ``xargs``, ``bash -c '…'``,
 ``eval`` …) and ``program_source`` tells where an interpreter reads its program from. Pure
 functions of their arguments (no I/O).
@@ -78,6 +79,9 @@ class Parse:
     too_deep: bool = False  # nesting beyond _MAX_NESTING; the rest was not parsed
     nesting: int = 0
     dynamic: bool = False  # substitutions, here-docs, functions, case: what runs is not all on the line
+    # Each ``((`` found to open a subshell, by text and position: it is tried as arithmetic only once,
+    # or nesting them would double the work at every level.
+    subshells: set[tuple[str, int]] = field(default_factory=set)
     pending_heredocs: list[tuple[Command, Word, bool]] = field(default_factory=list)
 
 
@@ -208,7 +212,7 @@ class _Parser:
                 if text[self.pos + 1] != "\n":
                     parts.append(text[self.pos + 1])
                 self.pos += 2
-            elif char in "$`" and self._read_expansion(word, parts):
+            elif char in "$`" and self._read_expansion(word, parts, quoted=True):
                 continue
             else:
                 parts.append(char)
@@ -231,18 +235,17 @@ class _Parser:
             self.result.broken = True
         self.pos = index + 1
 
-    def _read_expansion(self, word: Word, parts: list[str]) -> bool:
-        """``$…`` and backquote forms; returns False for a ``$`` that is just a character."""
+    def _read_expansion(self, word: Word, parts: list[str], *, quoted: bool = False) -> bool:
+        """``$…`` and backquote forms; returns False for a ``$`` that is just a character. ``quoted``:
+        inside double quotes, where single quotes in a ``${…}`` no longer stop a substitution."""
         text, start = self.text, self.pos
-        if text.startswith("$((", start):
-            self.pos += 1
-            self._skip_balanced("(", ")")
-        elif text.startswith("$(", start):
-            self.pos += 1
-            word.substitutions.append(self._substitution())
+        if text.startswith("$(", start):
+            if not (text.startswith("(", start + 2) and self._arithmetic(word, start + 1)):
+                self.pos += 1
+                word.substitutions.append(self._substitution())
         elif text.startswith("${", start):
-            self.pos += 1
-            self._skip_balanced("{", "}")
+            self.pos += 2
+            self._read_enclosed(word, "}", quoted=quoted)
         elif text.startswith("`", start):
             body = self._backquoted_body()
             first = len(self.result.commands)
@@ -267,19 +270,64 @@ class _Parser:
         self.pos = inner.pos
         return self.result.commands[first:]
 
-    def _skip_balanced(self, opening: str, closing: str) -> None:
-        depth = 0
-        for index in range(self.pos, len(self.text)):
-            char = self.text[index]
-            if char == opening:
-                depth += 1
-            elif char == closing:
-                depth -= 1
-                if depth == 0:
-                    self.pos = index + 1
-                    return
-        self.result.broken = True
-        self.pos = len(self.text)
+    def _arithmetic(self, word: Word, at: int) -> bool:
+        """The ``((…))`` whose first ``(`` is at ``at``, read as arithmetic where the shell reads it so:
+        only when the inner ``(`` closes right before a second ``)`` — ``$((ls) | wc)`` and
+        ``((ls); pwd)`` run commands. Otherwise False, with what was read undone, to be read again as a
+        subshell. The substitutions inside run (``(( $(rm -rf ~) ))``), so they are parsed into ``word``."""
+        result, pos = self.result, self.pos
+        if (self.text, at) in result.subshells:
+            return False
+        undo = (len(result.commands), len(word.substitutions), result.broken, list(result.pending_heredocs))
+        self.pos = at + 2
+        if self._read_enclosed(word, ")", quoted=True, nests="(") and self.text.startswith(")", self.pos):
+            self.pos += 1
+            return True
+        if result.too_deep:
+            return True  # nothing more is read
+        result.subshells.add((self.text, at))
+        del result.commands[undo[0] :], word.substitutions[undo[1] :]
+        result.broken, result.pending_heredocs[:], self.pos = undo[2], undo[3], pos
+        return False
+
+    def _read_enclosed(self, word: Word, closing: str, *, quoted: bool, nests: str = "") -> bool:
+        """Read on past the ``closing`` of a ``${…}`` or ``((…))`` (``pos`` just inside it), matching
+        quotes and nested forms as the shell does; ``nests`` opens one more level (``${`` ends at its
+        first ``}``). Substitutions inside run (``${x:-$(rm -rf ~)}``), so they are parsed into ``word``
+        — also in single quotes where those do not quote: in arithmetic and within double quotes
+        (``"${x:-'$(id)'}"`` runs ``id``). False when it never closes."""
+        result, text, end = self.result, self.text, len(self.text)
+        if result.nesting >= _MAX_NESTING:
+            result.broken = result.too_deep = True
+            self.pos = end
+            return False
+        result.nesting += 1
+        try:
+            depth, parts = 1, list[str]()
+            while self.pos < end:
+                char = text[self.pos]
+                if char == "\\":
+                    self.pos += 2
+                elif char == "'":
+                    close = text.find("'", self.pos + 1)
+                    close = end if close < 0 else close
+                    if quoted:
+                        _Parser(text[self.pos + 1 : close], result).expand(word)
+                    self.pos = close + 1
+                elif char == '"':
+                    self._read_double_quoted(word, parts)
+                elif text.startswith("$'", self.pos):
+                    self._read_ansi_quoted(word, parts)
+                elif not (char in "$`" and self._read_expansion(word, parts, quoted=quoted)):
+                    depth += (char in nests) - (char == closing)
+                    self.pos += 1
+                    if depth == 0:
+                        return True
+            result.broken = True
+            self.pos = end
+            return False
+        finally:
+            result.nesting -= 1
 
     def _backquoted_body(self) -> str:
         text, index, body = self.text, self.pos + 1, []
@@ -320,16 +368,21 @@ class _Parser:
 
     def expand_heredoc(self, command: Command) -> None:
         """The substitutions in an unquoted here-document's body run like any others: parse them."""
-        word, parts = Word(), list[str]()
-        text, end = self.text, len(self.text)
-        while self.pos < end:
-            if text[self.pos] == "\\":
-                self.pos += 2
-            elif not (text[self.pos] in "$`" and self._read_expansion(word, parts)):
-                self.pos += 1
+        word = Word()
+        self.expand(word)
         for commands in word.substitutions:
             for inner in commands:
                 inner.pipes = command.pipes + inner.pipes
+
+    def expand(self, word: Word) -> None:
+        """Parse into ``word`` the substitutions of a text the shell expands whatever quotes it holds
+        (a here-document's body, single quotes in arithmetic): they run like any others."""
+        text, end, parts = self.text, len(self.text), list[str]()
+        while self.pos < end:
+            if text[self.pos] == "\\":
+                self.pos += 2
+            elif not (text[self.pos] in "$`" and self._read_expansion(word, parts, quoted=True)):
+                self.pos += 1
 
     # -- grammar -------------------------------------------------------------------------------
 
@@ -408,9 +461,9 @@ class _Parser:
         token = self.peek()
         if token.is_op("("):
             self.take()
-            if self.text.startswith("(", self.pos):  # (( arithmetic ))
-                self.pos -= 1
-                self._skip_balanced("(", ")")
+            arithmetic = Word()
+            if self.text.startswith("(", self.pos) and self._arithmetic(arithmetic, self.pos - 1):
+                self._adopt(arithmetic, scope)
                 return
             self.nested_list(scope, ")")
             self._group_redirects(scope)
@@ -624,6 +677,9 @@ class Invocation:
     payloads: list[str] = field(default_factory=list)  # shell code handed over as text (bash -c, eval …)
     too_deep: bool = False  # more wrappers than _MAX_WRAPPERS: what finally runs is unknown
     opaque: list[str] = field(default_factory=list)  # why what finally runs cannot all be seen
+    # Names assigned on the way — ``X=1 cmd``, ``env X=1 cmd``, ``timeout 5 env X=1 cmd`` — as each
+    # sets the environment of what finally runs.
+    assigned: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -642,7 +698,8 @@ def look_through(words: Sequence[Word]) -> Invocation:
     invocation = Invocation()
     rest = list(words)
     for _ in range(_MAX_WRAPPERS):
-        while rest and _ASSIGNMENT.match(rest[0].text):
+        while rest and (assignment := _ASSIGNMENT.match(rest[0].text)):
+            invocation.assigned.append(assignment.group().rstrip("+="))
             rest = rest[1:]
         if not rest:
             break

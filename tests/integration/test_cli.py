@@ -55,7 +55,7 @@ def test_version_help_and_module_entry_point(tmp_path: Path) -> None:
 
     usage = run_cli("--help", home=home)
     assert usage.returncode == 0
-    for word in ("serve", "setup", "doctor", "demo", "--log-level", "--version"):
+    for word in ("serve", "setup", "doctor", "demo", "checkpoints", "--log-level", "--version"):
         assert word in usage.stdout, word
 
     wrong = run_cli("--log-level", "LOUD", home=home)

@@ -80,6 +80,9 @@ COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
     "sessions-search": (("sessions", "search", "lexer"), False, {DB, HOME}),
     "sessions-export": (("sessions", "export", "s1", "--format", "jsonl"), False, {DB, HOME}),
     "sessions-delete": (("sessions", "delete", "s1", "--yes"), False, {DB, HOME}),
+    "checkpoints-list": (("checkpoints", "list"), False, {HOME}),
+    "checkpoints-show": (("checkpoints", "show", "."), False, {HOME}),
+    "checkpoints-prune": (("checkpoints", "prune"), False, {HOME, CONFIG}),
     "memory-show": (("memory", "show"), False, {HOME, CONFIG}),
     "memory-edit": (("memory", "edit", "memory"), False, {HOME, CONFIG}),
     "skills-list": (("skills", "list"), False, {HOME, CONFIG}),
@@ -100,7 +103,7 @@ def test_every_subcommand_is_covered() -> None:
     assert commands is not None
     covered = {args[0] for args, _, _ in COMMANDS.values()}
     assert covered == set(commands)
-    for name in ("sessions", "memory", "skills"):
+    for name in ("sessions", "checkpoints", "memory", "skills"):
         actions = next(a for a in commands[name]._actions if a.dest == "action").choices  # type: ignore[union-attr]
         assert {args[1] for args, _, _ in COMMANDS.values() if args[0] == name} == set(actions or ())
 

@@ -108,6 +108,8 @@ def loose_entries(home: Path) -> dict[str, str]:
         info = path.lstat()
         wanted = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
         name = str(path.relative_to(home))
+        if stat.S_IMODE(info.st_mode) == 0o400 and "/git/objects/" in name:
+            continue  # git makes its object files read-only: private as well, and never changed in place
         if stat.S_IMODE(info.st_mode) != wanted and not kept_as_moved(name):
             loose[name] = oct(stat.S_IMODE(info.st_mode))
     return loose

@@ -228,6 +228,12 @@ _ALLOWED = {
     "acp_hermes_tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
     "acp_hermes_tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
     "acp_hermes_tools.mcp.launcher": {"os.killpg"},  # a script of its own process: ends its own group
+    # checkpoints: the store runs its own git and keeps its own files; a restore (which the user asked
+    # for) writes and deletes workspace files, by directory descriptor and never through a symlink
+    "acp_hermes_tools.checkpoints.git": {"subprocess.run", "subprocess.Popen"},
+    "acp_hermes_tools.checkpoints.journal": {"atomic_write_text"},
+    "acp_hermes_tools.checkpoints.store": {"atomic_write_text"},
+    "acp_hermes_tools.checkpoints.workspace": {"os.unlink", "os.replace", "os.rmdir", "unlink", "rmdir"},
 }
 
 

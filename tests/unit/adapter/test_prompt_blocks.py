@@ -107,7 +107,7 @@ class FakeSession:
         self.prompts: list[list[PromptPart]] = []
         self.tools = SimpleNamespace(services=ToolServices())  # no skills: no /<skill> expansion
 
-    async def prompt(self, parts: list[PromptPart]) -> str:
+    async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None) -> str:
         self.prompts.append(list(parts))
         return "end_turn"
 

@@ -11,7 +11,6 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +29,6 @@ from acp_hermes_memory.session_db import (
     SubagentTotals,
 )
 from tests.support import REPO_ROOT
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "acp-hermes" / "state.db"
-
-
-@pytest.fixture
-def db(db_path: Path) -> Iterator[SessionDB]:
-    with SessionDB(db_path) as database:
-        yield database
 
 
 def new_session(db: SessionDB, session_id: str, cwd: str = "/work/app", **overrides: Any) -> None:

@@ -1,0 +1,86 @@
+"""The rewind extension on the wire: ``_session/rewind_points`` and ``_session/rewind``.
+
+Shaped after what claude-agent-acp and codex-acp propose (``_session/rewind`` with ``beforeMessage:
+{messageId, messageFingerprint, messageOccurrence}`` answered ``{rewound, reason?}``; a ``mode`` of
+``files``, ``conversation`` or ``both`` and a ``dryRun``), advertised in ``initialize``'s ``_meta``
+as ``sessionRewind``. Documented in ``docs/checkpoints.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acp_hermes.core.errors import InvalidInput
+
+if TYPE_CHECKING:  # the rewind's code loads when a client first calls it, not on the way to initialize
+    from acp_hermes.core.rewind import RewindMode, RewindPoint
+    from acp_hermes.core.rollback import RollbackResult
+    from acp_hermes.core.session import Session
+
+POINTS_METHOD = "session/rewind_points"  # as the router hands it over: without the leading "_"
+REWIND_METHOD = "session/rewind"
+CAPABILITY = {"sessionRewind": {"methods": ["_session/rewind", "_session/rewind_points"],
+                                "modes": ["files", "conversation", "both"], "dryRun": True}}
+_MODES: tuple[RewindMode, ...] = ("files", "conversation", "both")
+
+
+def session_id_of(params: dict[str, Any]) -> str:
+    session_id = params.get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        raise InvalidInput("sessionId must be a non-empty string")
+    return session_id
+
+
+async def points(session: Session) -> dict[str, Any]:
+    from acp_hermes.core.rewind import rewind_points
+
+    return {"points": [_point(point) for point in await rewind_points(session)]}
+
+
+async def rewind_to(session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    from acp_hermes.core.rewind import rewind
+
+    target = params.get("beforeMessage")
+    if not isinstance(target, dict) or not isinstance(target.get("messageId"), str):
+        raise InvalidInput("beforeMessage.messageId must be a string (a messageId from _session/rewind_points)")
+    mode = params.get("mode", "conversation")
+    if mode not in _MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
+    occurrence = target.get("messageOccurrence", 1)
+    if not isinstance(occurrence, int) or occurrence < 1:
+        raise InvalidInput("beforeMessage.messageOccurrence must be a positive integer")
+    fingerprint = target.get("messageFingerprint")
+    if session.busy:
+        if not params.get("interruptIfRunning"):
+            return {"rewound": False, "reason": "busy", "sessionId": session.id}
+        session.cancel()
+    async with session.exclusive():
+        outcome = await rewind(session, target["messageId"], fingerprint_text=fingerprint if isinstance(
+            fingerprint, str) else None, occurrence=occurrence, mode=mode, dry_run=params.get("dryRun") is True,
+            include_edited=params.get("includeEdited") is True)
+    result: dict[str, Any] = {"rewound": outcome.rewound, "sessionId": session.id}
+    if outcome.reason:
+        result["reason"] = outcome.reason
+    if outcome.files is not None:
+        result["files"] = _files(outcome.files)
+    if outcome.messages_dropped is not None:
+        result["conversation"] = {"rewound": outcome.rewound, "messagesDropped": outcome.messages_dropped}
+    return result
+
+
+def _point(point: RewindPoint) -> dict[str, Any]:
+    return {
+        "messageId": point.message_id,
+        "messageFingerprint": point.fingerprint,
+        "messageOccurrence": point.occurrence,
+        "index": point.index,
+        "text": point.text[:500],
+        "createdAt": point.created_at,
+        "checkpoint": point.checkpoint,
+        "conversation": point.conversation,
+    }
+
+
+def _files(result: RollbackResult) -> dict[str, Any]:
+    return {"restored": list(result.restored), "skipped": list(result.skipped), "failed": list(result.failed),
+            "message": result.message}
