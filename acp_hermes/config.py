@@ -153,6 +153,16 @@ class CheckpointSettings(BaseModel):
     max_age_days: float = Field(default=30.0, gt=0)  # checkpoints older than this are pruned
 
 
+class BudgetSettings(BaseModel):
+    """Spending limits: the config file's ``budget:`` mapping. None is no limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    session_usd: float | None = Field(default=None, gt=0)  # a session's cost, its subagents' included
+    turn_usd: float | None = Field(default=None, gt=0)  # one turn's cost, its subagents' included
+    session_tokens: int | None = Field(default=None, gt=0)  # a session's tokens: the limit for unpriced models
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -193,6 +203,7 @@ class Settings(BaseModel):
     context_windows: dict[str, int] = Field(default_factory=dict)
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)  # subagents (delegate_task)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)  # /rollback's shadow git store
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)  # spending limits (/budget)
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -204,7 +215,7 @@ class Settings(BaseModel):
             return "auto"
         return value
 
-    @field_validator("delegation", "checkpoints", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""

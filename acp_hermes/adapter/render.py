@@ -20,6 +20,7 @@ from acp_hermes.core.events import (
     ToolCallFinished,
     ToolCallStarted,
     UsageReported,
+    UserText,
 )
 from acp_hermes_tools.contracts import (
     DiffDisplay,
@@ -74,6 +75,9 @@ def render_update(event: Event) -> dict[str, Any]:
     """The ``update`` object of a ``session/update`` notification for ``event``."""
     if isinstance(event, AgentText):
         return {"sessionUpdate": "agent_message_chunk", "content": text_content(event.text),
+                "messageId": event.message_id}
+    if isinstance(event, UserText):
+        return {"sessionUpdate": "user_message_chunk", "content": text_content(event.text),
                 "messageId": event.message_id}
     if isinstance(event, AgentThought):
         return {"sessionUpdate": "agent_thought_chunk", "content": text_content(event.text),

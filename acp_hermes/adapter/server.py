@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes import __version__
-from acp_hermes.adapter import rewind
+from acp_hermes.adapter import rewind, steering
 from acp_hermes.adapter.client import (
     ClientAbilities,
     ClientEditor,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from acp.agent.connection import AgentSideConnection
 
+    from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import MessageRecord, SessionDB
 
 log = logging.getLogger(__name__)
@@ -195,8 +196,9 @@ class HermesAgent:
                     "additionalDirectories": {},
                     "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
                 },
-                "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY},
+                "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY},
             },
+            "_meta": steering.CAPABILITY,  # where claude-agent-acp and codex-acp advertise it
             "authMethods": self.auth_methods(),
             "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
                           "version": __version__},
@@ -411,15 +413,29 @@ class HermesAgent:
 
     @translated
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``)."""
-        if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD):
+        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``) and
+        steering (``adapter.steering``)."""
+        if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD, steering.METHOD):
             from acp import RequestError
 
             raise RequestError.method_not_found(f"_{method}")
         session = await self._session(rewind.session_id_of(params))
+        if method == steering.METHOD:
+            return await steering.steer(session, params, self._start_turn)
         if method == rewind.POINTS_METHOD:
             return await rewind.points(session)
         return await rewind.rewind_to(session, params)
+
+    def _start_turn(self, session: Session, parts: Sequence[PromptPart]) -> None:
+        """A turn nobody's request awaits (a steer that found the session idle): it streams as any turn."""
+
+        async def run() -> None:
+            try:
+                await handle(session, list(parts))
+            finally:
+                await self._announce_menu(session)
+
+        self.spawn(run())
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         try:

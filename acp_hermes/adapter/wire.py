@@ -330,7 +330,7 @@ class StdioTransport:
                 await self.send(_error(INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"},
                                        message.get("id")))
             return None
-        if method is not None:
+        if method is not None and not method.startswith("_"):  # an extension gets its params whole, as a dict
             _keep_meta_out_of_arguments(message)
         return message
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
@@ -22,9 +22,24 @@ class SessionChoices:
     mode: Mode
     model: str
     thought_level: ThoughtLevel
+    budget: dict[str, float | None] = field(default_factory=dict)  # /budget's limits (None: none), over the config's
 
     def as_config(self) -> dict[str, Any]:
-        return {"thought_level": self.thought_level}
+        config: dict[str, Any] = {"thought_level": self.thought_level}
+        if self.budget:
+            config["budget"] = dict(self.budget)
+        return config
+
+
+def stored_budget(config: dict[str, Any]) -> dict[str, float | None]:
+    """The ``/budget`` limits kept with a session; anything malformed is left out (the config's apply)."""
+    from acp_hermes.core.budget import LIMIT_NAMES
+
+    stored = config.get("budget")
+    if not isinstance(stored, dict):
+        return {}
+    return {name: value for name, value in stored.items() if name in LIMIT_NAMES
+            and (value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0))}
 
 
 def models_offered(choices: SessionChoices, settings: Settings) -> list[str]:

@@ -35,6 +35,7 @@ class CommandReply:
     text: str
     changed_option: str | None = None  # the id of the session option the command changed
     turn: tuple[PromptPart, ...] | None = None  # run this as a model turn instead of showing ``text``
+    stored: bool = True  # kept for replay with its command (a steer is stored where the model read it instead)
 
 
 @value
@@ -115,8 +116,52 @@ async def _usage(session: Session, arg: str) -> CommandReply:
     return CommandReply(
         f"Model calls: {record.api_call_count}. Tokens — input {record.input_tokens:,}, output "
         f"{record.output_tokens:,}, cache read {record.cache_read_tokens:,}, cache write "
-        f"{record.cache_write_tokens:,}. Estimated cost: ${record.estimated_cost_usd:.4f}."
+        f"{record.cache_write_tokens:,}. Estimated cost: ${record.estimated_cost_usd:.4f}.\n\n"
+        + "\n".join(await _budget_lines(session))
     )
+
+
+async def _budget_lines(session: Session) -> list[str]:
+    from acp_hermes.model.pricing import price_of
+
+    if not session.busy:  # between turns the meter is the SessionDB's figure (reviews and titles included)
+        await session.refresh_spend()
+    priced = price_of(session.choices.model, session.settings) is not None
+    return ["**Budget**", *session.budget.describe(priced)]
+
+
+BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets this session's limit, `/budget turn "
+                "<usd>` one turn's, `/budget tokens <n>` the session's tokens; `off` instead of an amount removes "
+                "one, `/budget reset` goes back to the config's.")
+
+
+async def _budget(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.budget import parse_limit
+
+    words = arg.split()
+    if words == ["reset"]:
+        session.set_budget("", None, reset=True)
+    elif words:
+        try:
+            name, limit = parse_limit(words)
+        except ValueError as problem:
+            return CommandReply(f"Not understood: {problem}. {BUDGET_USAGE}")
+        session.set_budget(name, limit)
+    return CommandReply("\n".join(await _budget_lines(session)) + f"\n\n{BUDGET_USAGE}")
+
+
+async def _steer(session: Session, arg: str) -> CommandReply:
+    if not arg:
+        return CommandReply("Give the words: `/steer <text>` sends them into the running turn.")
+    if await session.steer([TextPart(arg)]):
+        return CommandReply("↪ Sent into the running turn: the model reads it at its next step.", stored=False)
+    return CommandReply("", turn=(TextPart(arg),))  # nothing runs: it is an ordinary prompt
+
+
+async def _queue(session: Session, arg: str) -> CommandReply:
+    if not arg:
+        return CommandReply("Give the words: `/queue <text>` runs them as the next prompt once the turn ends.")
+    return CommandReply("", turn=(TextPart(arg),))  # a prompt waits for the running turn anyway
 
 
 async def _permissions(session: Session, arg: str) -> CommandReply:
@@ -260,6 +305,11 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("model", "Show or switch the model.", "model name", _model),
         SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
+        SlashCommand("budget", "Show or set this session's spending limits.", "optional: usd | turn <usd> | "
+                     "tokens <n> | off | reset", _budget),
+        SlashCommand("steer", "Send words into the running turn: the model reads them at its next step.", "text",
+                     _steer),
+        SlashCommand("queue", "Run a prompt once the running turn ends.", "text", _queue),
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
         SlashCommand("mcp", "The MCP servers of this session: status and tools.", None, _mcp),
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
@@ -311,8 +361,9 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
         parts = await skill_prompt(session, parts) or parts
         return Handled(await session.prompt(parts, client_message_id))
     message_id = str(uuid.uuid4())
-    session.transcript.client_message_id = client_message_id
-    await remember(session, parts, reply, message_id)
+    if reply.stored:
+        session.transcript.client_message_id = client_message_id
+        await remember(session, parts, reply, message_id)
     return Handled("end_turn", reply, message_id)
 
 

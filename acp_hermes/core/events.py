@@ -24,6 +24,14 @@ class AgentText:
 
 
 @value
+class UserText:
+    """Words of the user's that reached the model mid-turn (a steer), shown where the model read them."""
+
+    message_id: str
+    text: str
+
+
+@value
 class AgentThought:
     message_id: str
     text: str
@@ -100,6 +108,7 @@ class ChildEnded:
 
 Event = (
     AgentText
+    | UserText
     | AgentThought
     | ToolCallStarted
     | ToolCallUpdated

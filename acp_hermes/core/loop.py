@@ -18,9 +18,10 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted
+from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted, UserText
 from acp_hermes.core.history import repaired
-from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript
+from acp_hermes.core.steering import Steering
+from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
 from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.model.types import (
     Completed,
@@ -62,6 +63,17 @@ NOT_RUN_AFTER_QUESTION = ("Not run: the turn ended to wait for the user's answer
 
 # Given the context's size, the session's new (transcript, system prompt) if it compacted, else None.
 CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnControls:
+    """What the user holds over a running turn besides cancelling it: steers for its next request,
+    a budget asked before each request (why it must not start, or None), and the meter each
+    completed call's usage is added to."""
+
+    steering: Steering | None = None
+    stop_before_request: Callable[[], str | None] | None = None
+    spent: Callable[[Usage], None] | None = None
 
 
 class Hints(Protocol):
@@ -137,6 +149,7 @@ class AgentLoop:
         hints: Hints | None = None,
         compact_if_due: CompactionHook | None = None,
         pending_notes: Callable[[], str] | None = None,
+        controls: TurnControls | None = None,
     ) -> None:
         self._provider = provider
         self._registry = registry
@@ -148,6 +161,7 @@ class AgentLoop:
         self._hints = hints
         self._compact_if_due = compact_if_due
         self._pending_notes = pending_notes  # what the model should hear with the next tool result (jobs that ended)
+        self._controls = controls or TurnControls()
         self._open: dict[str, _Call] = {}
         self._budget_note = ""  # added to the next tool result, then cleared
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
@@ -180,6 +194,10 @@ class AgentLoop:
                 log.info("iteration budget of %d model calls exhausted", settings.max_iterations)
                 result.stop_reason = "max_turn_requests"
                 return result
+            if (over_budget := self._over_budget()) is not None:
+                await self._stop_for_budget(over_budget)
+                return result
+            await self._deliver_steers()
             result.model_calls += 1
             completed = await self._model_call(settings, result)
             if completed is None:
@@ -200,7 +218,35 @@ class AgentLoop:
                 continue
             await self._fail_open_calls("The model stopped before this call could run.")
             result.stop_reason = _STOP_REASONS.get(completed.stop_reason, "end_turn")
+            steering = self._controls.steering
+            if result.stop_reason == "end_turn" and steering is not None and steering.waiting:
+                continue  # the user said more while it answered: the model reads it before the turn ends
             return result
+
+    def _over_budget(self) -> str | None:
+        check = self._controls.stop_before_request
+        return check() if check is not None else None
+
+    async def _stop_for_budget(self, message: str) -> None:
+        """End the turn before a request the budget does not allow: the history stays as it is (valid),
+        and the user is told why, in the chat and in the stored conversation."""
+        log.info("turn stopped by its budget")
+        self.result.failure = message
+        message_id = str(uuid.uuid4())
+        text = f"\n\n{message}\n"
+        await self._sink.emit(AgentText(message_id, text))
+        await self._transcript.add_local_reply(text, message_id=message_id)
+
+    async def _deliver_steers(self) -> None:
+        """What the user sent into the turn joins the history now, after the last results, and shows
+        in the chat where the model reads it."""
+        steering = self._controls.steering
+        if steering is None or not steering.waiting:
+            return
+        for steer in steering.take():
+            row = await self._transcript.add_steer(steer)
+            message_id = steer.client_message_id or prompt_message_id(row or 0)
+            await self._sink.emit(UserText(message_id, steer.plain_text))
 
     async def _compact_when_full(self, result: TurnResult) -> None:
         """Between model calls (every result stored), let the session compact a full context."""
@@ -250,6 +296,8 @@ class AgentLoop:
             await self._end_early(message_id, text, thinking, "The model stream ended unexpectedly.")
             return None
         result.usage = result.usage + completed.usage
+        if self._controls.spent is not None:
+            self._controls.spent(completed.usage)
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
         announced = {
             b["id"]: AnnouncedCall(self._open[b["id"]].title, self._open[b["id"]].kind, self._open[b["id"]].locations)

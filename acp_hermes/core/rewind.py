@@ -17,7 +17,7 @@ import anyio
 
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.rollback import RollbackResult, rollback
-from acp_hermes.core.transcript import prompt_message_id
+from acp_hermes.core.transcript import is_steer, prompt_message_id
 from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
@@ -105,4 +105,4 @@ async def rewind(session: Session, message_id: str | None, *, fingerprint_text: 
 def _prompts(rows: Sequence[MessageRecord]) -> list[MessageRecord]:
     """The rows that began a model turn: a prompt the model saw (a slash command's was not)."""
     return [row for row in rows if row.role == "user" and row.payload and isinstance(row.display, dict)
-            and "prompt" in row.display]
+            and "prompt" in row.display and not is_steer(row)]

@@ -201,12 +201,16 @@ class Runtime:
         log.debug("warm-up: command rules, validators and sandbox check ready after %.0f ms (%.0f ms CPU)",
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
 
+    def cost_of(self, model: str, usage: Usage) -> float:
+        """What ``usage`` of ``model`` costs in dollars at its list price (0 when the price is unknown)."""
+        price = price_of(model, self.settings)
+        return cost_usd(usage, price, self.settings.cache_ttl) if price is not None else 0.0
+
     def record_usage(self, session_id: str, model: str, usage: Usage, api_calls: int = 1) -> None:
         """Add a model call's tokens and cost to the session (blocking: call it in a thread)."""
         from acp_hermes_memory.session_db import SessionNotFound
 
-        price = price_of(model, self.settings)
-        cost = cost_usd(usage, price, self.settings.cache_ttl) if price is not None else 0.0
+        cost = self.cost_of(model, usage)
         with contextlib.suppress(SessionNotFound):  # deleted meanwhile: nothing left to charge
             self.db.add_usage(
                 session_id,

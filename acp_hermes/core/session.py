@@ -38,11 +38,13 @@ from acp_hermes_tools.contracts import Editor, ToolEventSink, ToolServices
 if TYPE_CHECKING:
     from collections.abc import Coroutine
 
+    from acp_hermes.core.budget import Budget, Spend
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.loop import StopReason, TurnResult, TurnSettings
     from acp_hermes.core.review import Proposal
+    from acp_hermes.core.steering import Steer
     from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_tools.checkpoints import CheckpointStore
@@ -99,10 +101,13 @@ class Session:
         stored_tool_results: Sequence[tuple[str, Any]] = (),
         context: tuple[int, int] = (0, 0),
         checkpoints: SessionCheckpoints | None = None,
+        budget: Budget | None = None,
     ) -> None:
+        from acp_hermes.core.budget import Budget
         from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
         from acp_hermes.core.job_notices import JobNotices
         from acp_hermes.core.review import Nudges
+        from acp_hermes.core.steering import Steering
         from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
         from acp_hermes_tools.secret_links import SecretLinks
 
@@ -139,6 +144,9 @@ class Session:
         # A child's are its parent's: the parent's turn is what a rollback undoes.
         self.checkpoints = checkpoints or SessionCheckpoints(
             session_id, self._checkpoint_store(runtime, cwd), self._notify)
+        # A child's is its parent's too: what it spends counts there, and the parent's limits stop it.
+        self.budget = budget or Budget(lambda: runtime.settings.budget, choices.budget, self._notify)
+        self.steering = Steering()  # what the user sends into the running turn (steer)
         roots = (cwd, *additional_directories)
         self.tools = ToolScope(
             session_id=session_id,
@@ -311,7 +319,9 @@ class Session:
         """Whether the conversation can go back to just before the prompt stored as ``prompt_row``: it is
         a turn's prompt in the current segment (a compaction since then summarised it away)."""
         rows = await anyio.to_thread.run_sync(self.db.messages, self.transcript.session_id)
-        return any(row.id == prompt_row and row.role == "user" and row.payload for row in rows)
+        from acp_hermes.core.transcript import is_steer
+
+        return any(row.id == prompt_row and row.role == "user" and row.payload and not is_steer(row) for row in rows)
 
     async def rewind_conversation(self, prompt_row: int) -> int:
         """Rewind the model's history to just before the prompt stored as ``prompt_row``; the later
@@ -359,13 +369,49 @@ class Session:
             if epoch != self._cancel_epoch or self.closed:
                 return "cancelled"
             self.transcript.client_message_id = client_message_id
-            return await self._run(parts)
+            if self.subagent is None:  # a child's turn is part of its parent's, whose budget it spends
+                self.budget.start_turn(await anyio.to_thread.run_sync(self._recorded_spend))
+                refusal = self.budget.refusal()
+                if refusal is not None:
+                    await self._refuse(parts, refusal)
+                    return "end_turn"
+                self.steering.open()  # from now on a steer reaches this turn (its first request, at the latest)
+            try:
+                return await self._run(parts)
+            finally:  # the loop closes it as it ends; this is for a turn that broke before its loop ran
+                self._carry_undelivered(self.steering.close())
+
+    async def _refuse(self, parts: Sequence[PromptPart], reason: str) -> None:
+        """Answer a prompt without running it (the budget is spent): shown, stored for replay, never
+        part of the model's history."""
+        import uuid
+
+        from acp_hermes.core.events import AgentText
+        from acp_hermes.core.user_prompt import command_text
+
+        message_id = str(uuid.uuid4())
+        await self.transcript.add_local_prompt(command_text(parts) or "", parts)
+        await self.transcript.add_local_reply(reason, message_id=message_id)
+        await self._sink.emit(AgentText(message_id, reason))
+
+    async def steer(self, parts: Sequence[PromptPart], client_message_id: str | None = None) -> bool:
+        """Send ``parts`` into the running turn: the model reads them at its next request. False when no
+        model turn runs (nothing was taken: the caller decides whether to start one)."""
+        from acp_hermes.core.attachments import convert_prompt
+        from acp_hermes.core.steering import STEER_NOTE, Steer
+
+        if not self.steering.accepting:
+            return False
+        converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
+        content = ({"type": "text", "text": STEER_NOTE}, *converted.content)
+        return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
         # Only turns need these; the adapter warms them up right after session/new.
         from acp_hermes.core.attachments import attached_paths, convert_prompt
-        from acp_hermes.core.loop import AgentLoop
+        from acp_hermes.core.loop import AgentLoop, TurnControls
 
+        own_turn = self.subagent is None  # a child's changes belong to its parent's turn (and checkpoint)
         if self.mcp is not None and self.mcp.connecting:
             await self.mcp.wait_connecting(MCP_TURN_WAIT_SECONDS)
         registry = self.registry
@@ -401,9 +447,10 @@ class Session:
             hints=self._hints,
             compact_if_due=self._compact_between_calls,
             pending_notes=self._job_notices.pending_notes,
+            controls=TurnControls(steering=self.steering if own_turn else None,
+                                  stop_before_request=self.budget.exceeded, spent=self._spent),
         )
         stop: StopReason = "cancelled"
-        own_turn = self.subagent is None  # a child's changes belong to its parent's turn (and checkpoint)
         if own_turn:
             self.checkpoints.begin(converted.plain_text, lambda: self.transcript.last_prompt_row)
         with anyio.CancelScope() as scope:
@@ -412,6 +459,7 @@ class Session:
                 stop = (await loop.run_turn(content, converted.plain_text, parts, self._turn_settings())).stop_reason
             finally:
                 self._scope = None
+                self._carry_undelivered(self.steering.close())  # a steer from now on starts a turn of its own
                 if own_turn:
                     with anyio.CancelScope(shield=True):  # a cancelled turn's changes are the agent's all the same
                         await self.checkpoints.end()
@@ -430,6 +478,16 @@ class Session:
             self._nudge(result.tools_used, max(0, result.model_calls - 1))
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop
+
+    def _carry_undelivered(self, steers: Sequence[Steer]) -> None:
+        """Steers a turn that stopped early never read go to the model with the next prompt."""
+        from acp_hermes_memory.text import one_line
+
+        for steer in steers:
+            self.note_for_model(f"[The user sent this during the previous turn, which ended before you could read "
+                                f"it:]\n{steer.plain_text}")
+            self._notify(f"Your message “{one_line(steer.plain_text, 80)}” arrived as the turn stopped; it goes "
+                         "to the model with your next prompt.")
 
     async def export(self, path: Path, text: str) -> str:
         """Write ``text`` to ``path`` as a tool call the editor sees, asking as any edit does."""
@@ -566,10 +624,36 @@ class Session:
         )
 
     def _cost_so_far(self) -> float:
+        return self._recorded_spend().usd
+
+    def _recorded_spend(self) -> Spend:
+        """What the SessionDB has recorded of this session and its subagents (blocking)."""
+        from acp_hermes.core.budget import Spend
+
         db = self._runtime.db
         record = db.get_session(self.id)
-        own = record.estimated_cost_usd if record is not None else 0.0
-        return own + db.subagent_totals(self.id).cost_usd
+        children = db.subagent_totals(self.id)
+        own = Spend() if record is None else Spend(record.estimated_cost_usd, record.input_tokens + record.output_tokens
+                                                    + record.cache_read_tokens + record.cache_write_tokens)
+        return own + Spend(children.cost_usd, children.input_tokens + children.output_tokens)
+
+    async def refresh_spend(self) -> None:
+        """Set the budget's meter from the SessionDB (between turns: what reviews and titles cost too)."""
+        self.budget.resync(await anyio.to_thread.run_sync(self._recorded_spend))
+
+    def _spent(self, usage: Usage) -> None:
+        """A model call of this session's turn completed: its cost counts toward the budget now."""
+        from acp_hermes.core.budget import Spend, tokens_of
+
+        self.budget.add(Spend(self._runtime.cost_of(self.choices.model, usage), tokens_of(usage)))
+
+    def set_budget(self, name: str, value: float | None, *, reset: bool = False) -> None:
+        """``/budget``: this session's own limit ``name`` (None: no limit); ``reset``: the config's again."""
+        if reset:
+            self.choices.budget.clear()
+        else:
+            self.choices.budget[name] = value
+        self._persist_choices()
 
     async def emit(self, event: Event) -> None:
         await self._sink.emit(event)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.choices import SessionChoices
+from acp_hermes.core.choices import SessionChoices, stored_budget
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
@@ -40,6 +40,7 @@ from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Editor
 
 if TYPE_CHECKING:
+    from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
@@ -75,6 +76,7 @@ class SessionLinks:
     asker: Asker
     editor: Editor
     checkpoints: SessionCheckpoints | None = None  # its parent's: a child's changes are its parent's turn's
+    budget: Budget | None = None  # its parent's: a child's spend is its parent's
 
 
 @value
@@ -358,6 +360,7 @@ class SessionManager:
             mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
+            budget=stored_budget(config),
         )
         session_id = record.id
         session = Session(
@@ -381,6 +384,7 @@ class SessionManager:
             stored_tool_results=stored.tool_results,
             context=stored.context,
             checkpoints=links.checkpoints if links is not None else None,
+            budget=links.budget if links is not None else None,
         )
         self._live[session_id] = session
         return session
@@ -409,7 +413,7 @@ class SessionManager:
                                  thought_level=parent.choices.thought_level)
         return await self.create(parent.cwd, parent.additional_directories, session_id=child_id,
                                  parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor,
-                                                                 checkpoints=parent.checkpoints),
+                                                                 checkpoints=parent.checkpoints, budget=parent.budget),
                                  choices=choices, subagent=spec)
 
     def delegate_tool(self, parent: Session) -> Tool:

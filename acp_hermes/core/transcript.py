@@ -21,6 +21,7 @@ from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
 if TYPE_CHECKING:
+    from acp_hermes.core.steering import Steer
     from acp_hermes_memory.session_db import MessageRecord, SessionDB
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,21 @@ class Transcript:
         self.messages.append({"role": "user", "content": content})
         await self._append_prompt(plain_text, prompt, payload=content)
 
+    async def add_steer(self, steer: Steer) -> int | None:
+        """Store what the user sent into the running turn, read by the model's next request: added to
+        the last message when that is the user's (the results of the calls that just ran), so roles
+        keep alternating and everything before it, the cached prefix, stays as it was. Its row."""
+        content = list(steer.content)
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "user":
+            last["content"] = [*last["content"], *content]
+        else:
+            self.messages.append({"role": "user", "content": content})
+        display: dict[str, Any] = {"prompt": [to_record(p) for p in steer.parts], STEER_KEY: True}
+        if steer.client_message_id:
+            display["client_message_id"] = steer.client_message_id
+        return await self._append_row("user", steer.plain_text, payload=content, display=display)
+
     async def add_assistant(
         self,
         content: list[dict[str, Any]],
@@ -237,6 +253,14 @@ class Transcript:
             )
 
 
+STEER_KEY = "steer"  # marks a stored prompt the user sent into a running turn
+
+
+def is_steer(row: MessageRecord) -> bool:
+    """A user row sent into a running turn: part of that turn, not the start of one."""
+    return isinstance(row.display, dict) and bool(row.display.get(STEER_KEY))
+
+
 def _is_tool_results(content: Any) -> bool:
     return isinstance(content, list) and bool(content) and all(b.get("type") == "tool_result" for b in content)
 
@@ -254,7 +278,10 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
             else:
                 messages.append({"role": "user", "content": [row.payload]})
         elif row.payload:  # without one, the row was only shown (a slash command and its reply)
-            messages.append({"role": row.role, "content": list(row.payload)})
+            if is_steer(row) and messages and messages[-1]["role"] == "user":
+                messages[-1]["content"].extend(row.payload)  # as it was sent (Transcript.add_steer)
+            else:
+                messages.append({"role": row.role, "content": list(row.payload)})
     return messages
 
 

@@ -22,8 +22,6 @@ from acp import (
     resource_link_block,
     text_block,
 )
-from acp.connection import StreamDirection, StreamEvent
-from anyio.abc import TaskGroup
 
 from acp_hermes.config import Settings
 from acp_hermes.core.attachments import INLINE_FILE_LIMIT
@@ -35,7 +33,7 @@ from acp_hermes.testing.scripted_model import (
     ToolUseBlock,
     Usage,
 )
-from tests.support.acp_harness import AgentProcess, running_agent, write_config
+from tests.support.acp_harness import Prompts, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, next_tool_id, slow_text_reply, text_reply, tool_reply
 
 DEFAULT_MODEL = Settings().model
@@ -45,35 +43,6 @@ CANCEL_DEADLINE = 0.5  # seconds from session/cancel to the cancelled response (
 
 def text_of(content: list[dict[str, Any]]) -> str:
     return "\n".join(block.get("text", "") for block in content if block.get("type") == "text")
-
-
-class Prompts:
-    """Prompts running concurrently on one connection, with their results in completion order."""
-
-    def __init__(self, agent: AgentProcess, group: TaskGroup) -> None:
-        self._agent = agent
-        self._group = group
-        self.results: dict[str, str] = {}
-        self.finished: list[str] = []
-        self.done: dict[str, anyio.Event] = {}
-        self._sent = 0
-        agent.conn._conn.add_observer(self._observe)
-
-    def _observe(self, event: StreamEvent) -> None:
-        if event.direction == StreamDirection.OUTGOING and event.message.get("method") == "session/prompt":
-            self._sent += 1
-
-    async def start(self, name: str, session_id: str, text: str) -> None:
-        """Send the prompt and return once it is on the wire (its answer is awaited in the background)."""
-        self.done[name] = anyio.Event()
-        expected = self._sent + 1
-        self._group.start_soon(self._run, name, session_id, text)
-        await self._agent.wait_for(lambda: self._sent >= expected)
-
-    async def _run(self, name: str, session_id: str, text: str) -> None:
-        self.results[name] = await self._agent.prompt(session_id, text)
-        self.finished.append(name)
-        self.done[name].set()
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
+from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
@@ -46,6 +47,7 @@ from acp.schema import (
     TerminalOutputResponse,
     WaitForTerminalExitResponse,
 )
+from anyio.abc import TaskGroup
 
 from tests.support.fake_anthropic import FakeAnthropic
 from tests.support.schema_check import WireValidator
@@ -283,6 +285,35 @@ class AgentProcess:
         """Wait until ``count`` updates of ``kind`` arrived; returns the ``count``-th."""
         await self.wait_for(lambda: len(self.updates(session_id, kind)) >= count, timeout)
         return self.updates(session_id, kind)[count - 1]
+
+
+class Prompts:
+    """Prompts running concurrently on one connection, with their results in completion order."""
+
+    def __init__(self, agent: AgentProcess, group: TaskGroup) -> None:
+        self._agent = agent
+        self._group = group
+        self.results: dict[str, str] = {}
+        self.finished: list[str] = []
+        self.done: dict[str, anyio.Event] = {}
+        self._sent = 0
+        agent.conn._conn.add_observer(self._observe)
+
+    def _observe(self, event: StreamEvent) -> None:
+        if event.direction == StreamDirection.OUTGOING and event.message.get("method") == "session/prompt":
+            self._sent += 1
+
+    async def start(self, name: str, session_id: str, text: str) -> None:
+        """Send the prompt and return once it is on the wire (its answer is awaited in the background)."""
+        self.done[name] = anyio.Event()
+        expected = self._sent + 1
+        self._group.start_soon(self._run, name, session_id, text)
+        await self._agent.wait_for(lambda: self._sent >= expected)
+
+    async def _run(self, name: str, session_id: str, text: str) -> None:
+        self.results[name] = await self._agent.prompt(session_id, text)
+        self.finished.append(name)
+        self.done[name].set()
 
 
 CANCEL_LIMIT = 10.0  # seconds a cancelled prompt may take to return (the kill escalates after 2 s)

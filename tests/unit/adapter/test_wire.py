@@ -177,6 +177,18 @@ async def test_meta_keys_that_could_bind_parameters_are_dropped() -> None:
 
 
 @pytest.mark.anyio
+async def test_an_extension_request_keeps_its_meta_whole() -> None:
+    """The SDK hands an extension its params as one dict (nothing binds parameters): ``_session/steering``
+    reads ``_meta.steering.idleBehavior`` there."""
+    request = {"id": 1, "method": "_session/steering",
+               "params": {"sessionId": "s", "_meta": {"steering": {"idleBehavior": "promptRequired"}}}}
+    transport, _ = transport_over(json.dumps(request).encode() + b"\n")
+    message = await transport.receive()
+    assert message is not None
+    assert message["params"] == request["params"]
+
+
+@pytest.mark.anyio
 async def test_eof_calls_on_eof_once_requests_were_answered() -> None:
     transport, _ = transport_over(b'{"id":1,"method":"initialize","params":{}}\n')
     gone: list[bool] = []

@@ -12,7 +12,15 @@ import pytest
 
 from acp_hermes.core.events import AgentText, AgentThought, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired, unanswered_calls
-from acp_hermes.core.loop import CANCELLED_RESULT, NOT_RUN_AFTER_QUESTION, AgentLoop, TurnResult, TurnSettings
+from acp_hermes.core.loop import (
+    CANCELLED_RESULT,
+    NOT_RUN_AFTER_QUESTION,
+    AgentLoop,
+    TurnControls,
+    TurnResult,
+    TurnSettings,
+)
+from acp_hermes.core.steering import Steer, Steering
 from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
@@ -99,7 +107,8 @@ def db(tmp_path: Path) -> Iterator[SessionDB]:
 
 
 def make_rig(
-    tmp_path: Path, db: SessionDB, provider: FakeProvider, *extra: Tool, hints: Any = None, log: EventLog | None = None
+    tmp_path: Path, db: SessionDB, provider: FakeProvider, *extra: Tool, hints: Any = None, log: EventLog | None = None,
+    controls: TurnControls | None = None,
 ) -> Rig:
     scope = make_scope(tmp_path, session_id=SESSION)
     log = log or EventLog()
@@ -111,7 +120,7 @@ def make_rig(
     transcript = Transcript(SESSION, db)
     loop = AgentLoop(provider=provider, registry=ToolRegistry([*FILE_TOOLS, TODO_TOOL, *extra]), sink=log,  # type: ignore[arg-type]
                      transcript=transcript, system_prompt="You are a test.", make_context=context, scope=scope,
-                     hints=hints)
+                     hints=hints, controls=controls)
     return Rig(loop, provider, log, transcript, db)
 
 
@@ -420,3 +429,88 @@ async def test_a_question_for_the_chat_ends_the_turn_after_its_round(tmp_path: P
     sent = rig.provider.requests[1].messages
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "b please"}]}
     assert_valid_as_stored(sent)
+
+
+# -- steering and budgets (TurnControls)
+
+
+def steer_of(text: str) -> Steer:
+    return Steer(({"type": "text", "text": "[steer]"}, {"type": "text", "text": text}), text, (TextPart(text),))
+
+
+def steering_tool(steering: Steering, text: str) -> Tool:
+    """A tool during whose run the user steers."""
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        assert steering.offer(steer_of(text))
+        return ToolResult("looked")
+
+    return Tool(name="look", description="Looks.", schema={"type": "object", "properties": {}}, handler=handler,
+                kind="read", access=Access.READ)
+
+
+def test_the_steering_box_takes_words_only_while_a_turn_runs() -> None:
+    steering = Steering()
+    assert not steering.offer(steer_of("too early"))
+    steering.open()
+    assert steering.offer(steer_of("one")) and steering.offer(steer_of("two"))
+    assert [s.plain_text for s in steering.take()] == ["one", "two"]
+    assert steering.offer(steer_of("late"))
+    assert [s.plain_text for s in steering.close()] == ["late"]  # handed back, not lost
+    assert not steering.accepting and not steering.offer(steer_of("after"))
+
+
+async def test_a_steer_joins_the_results_the_next_request_carries(tmp_path: Path, db: SessionDB) -> None:
+    from acp_hermes.core.events import UserText
+
+    steering = Steering()
+    steering.open()
+    provider = FakeProvider().script(tool_call("look", {}), text("Changed course."))
+    rig = make_rig(tmp_path, db, provider, steering_tool(steering, "use the other table"),
+                   controls=TurnControls(steering=steering))
+    result = await rig.turn("find the rows")
+    assert result.model_calls == 2  # no extra request
+    last = provider.requests[1].messages[-1]
+    assert [b["type"] for b in last["content"]] == ["tool_result", "text", "text"]
+    assert last["content"][-1]["text"] == "use the other table"
+    assert provider.requests[1].messages[0] == provider.requests[0].messages[0]  # what came before is unchanged
+    assert [e.text for e in rig.of(UserText)] == ["use the other table"]
+    assert_valid_as_stored(rig.transcript.messages)
+    # Read back from its rows, the history is the one that was sent (a reload keeps the cached prefix).
+    assert history_from_rows(db.messages(SESSION)) == rig.transcript.messages
+    assert [type(m).__name__ for m in stored_messages(db.messages(SESSION))] == [
+        "StoredPrompt", "StoredReply", "StoredToolCall", "StoredPrompt", "StoredReply"]
+
+
+async def test_a_steer_waiting_when_the_model_ends_gets_one_more_request(tmp_path: Path, db: SessionDB) -> None:
+    steering = Steering()
+    steering.open()
+
+    class SteeringLog(EventLog):
+        async def emit(self, event: Any) -> None:
+            await super().emit(event)
+            if isinstance(event, AgentText) and event.text == "First.":
+                steering.offer(steer_of("and shorter"))
+
+    provider = FakeProvider().script(text("First."), text("Short."))
+    rig = make_rig(tmp_path, db, provider, log=SteeringLog(), controls=TurnControls(steering=steering))
+    result = await rig.turn()
+    assert result.stop_reason == "end_turn" and result.model_calls == 2
+    assert [m["role"] for m in provider.requests[1].messages] == ["user", "assistant", "user"]
+    assert rig.shown_text() == "First.Short."
+
+
+async def test_a_spent_budget_ends_the_turn_before_the_next_request(tmp_path: Path, db: SessionDB) -> None:
+    spent: list[Usage] = []
+    stop = "Budget reached."
+    provider = FakeProvider().script(tool_call("read_file", {"path": "x.txt"}), text("never asked"))
+    (tmp_path / "x.txt").write_text("x", encoding="utf-8")
+    rig = make_rig(tmp_path, db, provider, controls=TurnControls(
+        stop_before_request=lambda: stop if spent else None, spent=spent.append))
+    result = await rig.turn()
+    assert len(provider.requests) == 1 and len(spent) == 1
+    assert result.stop_reason == "end_turn" and result.failure == stop
+    assert stop in rig.shown_text()
+    assert_valid_as_stored(rig.transcript.messages)  # the results of the call that ran are kept
+    assert stop in db.messages(SESSION)[-1].content  # shown again on replay, never sent to the model
+    assert all(stop not in str(m) for m in rig.transcript.messages)
