@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from acp_hermes.permissions.modes import Mode
@@ -163,6 +172,38 @@ class BudgetSettings(BaseModel):
     session_tokens: int | None = Field(default=None, gt=0)  # a session's tokens: the limit for unpriced models
 
 
+class MemorySettings(BaseModel):
+    """External memory providers: the config file's ``memory:`` mapping."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str | list[str] | None = None  # one provider's name; a second one is refused (the first is used)
+
+    @property
+    def providers(self) -> list[str]:
+        if self.provider is None:
+            return []
+        return [self.provider] if isinstance(self.provider, str) else list(self.provider)
+
+
+class WebSettings(BaseModel):
+    """The web tools the API runs itself (``web_search``, ``web_fetch``): the config file's ``web:`` mapping."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    search: bool = True  # offer the API's web search
+    fetch: bool = False  # offer the API's web fetch (reads any public page the model names)
+    allowed_domains: list[str] = Field(default_factory=list)  # only these domains (not with blocked_domains)
+    blocked_domains: list[str] = Field(default_factory=list)  # never these domains
+    max_uses: int = Field(default=5, ge=1)  # searches (and fetches) per model request
+
+    @model_validator(mode="after")
+    def _one_domain_list(self) -> WebSettings:
+        if self.allowed_domains and self.blocked_domains:
+            raise ValueError("give allowed_domains or blocked_domains, not both (the API takes one)")
+        return self
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -204,6 +245,8 @@ class Settings(BaseModel):
     delegation: DelegationSettings = Field(default_factory=DelegationSettings)  # subagents (delegate_task)
     checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)  # /rollback's shadow git store
     budget: BudgetSettings = Field(default_factory=BudgetSettings)  # spending limits (/budget)
+    web: WebSettings = Field(default_factory=WebSettings)  # the API's web search and fetch
+    memory: MemorySettings = Field(default_factory=MemorySettings)  # an external memory provider
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -215,7 +258,7 @@ class Settings(BaseModel):
             return "auto"
         return value
 
-    @field_validator("delegation", "checkpoints", "budget", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", "web", "memory", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""

@@ -245,6 +245,12 @@ class SubagentTotals:
     cost_usd: float
     input_tokens: int
     output_tokens: int
+    cache_tokens: int = 0  # cache reads and writes together
+
+    @property
+    def tokens(self) -> int:
+        """Every token they processed: input (cached or not) and output."""
+        return self.input_tokens + self.output_tokens + self.cache_tokens
 
 
 @dataclass(slots=True)
@@ -1035,10 +1041,12 @@ class SessionDB:
         sql = (
             f"{_SUBAGENT_TREE} SELECT coalesce(sum(s.source = '{SUBAGENT_SOURCE}'), 0), "
             "coalesce(sum(s.estimated_cost_usd), 0.0), coalesce(sum(s.input_tokens), 0), "
-            "coalesce(sum(s.output_tokens), 0) FROM tree JOIN sessions AS s ON s.id = tree.id WHERE tree.inside"
+            "coalesce(sum(s.output_tokens), 0), coalesce(sum(s.cache_read_tokens + s.cache_write_tokens), 0) "
+            "FROM tree JOIN sessions AS s ON s.id = tree.id WHERE tree.inside"
         )
-        count, cost, input_tokens, output_tokens = self._read(lambda conn: conn.execute(sql, (session_id,)).fetchone())
-        return SubagentTotals(int(count), float(cost), int(input_tokens), int(output_tokens))
+        count, cost, input_tokens, output_tokens, cache_tokens = self._read(
+            lambda conn: conn.execute(sql, (session_id,)).fetchone())
+        return SubagentTotals(int(count), float(cost), int(input_tokens), int(output_tokens), int(cache_tokens))
 
     # -- messages
 

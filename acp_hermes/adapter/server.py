@@ -431,7 +431,10 @@ class HermesAgent:
 
         async def run() -> None:
             try:
-                await handle(session, list(parts))
+                handled = await handle(session, list(parts))
+                if handled.reply is not None:  # the words were a slash command: show its reply
+                    await self.link.update(session.id, render_update(AgentText(handled.message_id,
+                                                                               handled.reply.text)))
             finally:
                 await self._announce_menu(session)
 

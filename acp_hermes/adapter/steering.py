@@ -58,7 +58,8 @@ async def steer(session: Session, params: dict[str, Any],
     behavior = idle_behavior(params)  # refused before anything is taken
     if session.subagent is not None:
         raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; steer its parent")
-    if await session.steer(parts):
+    message_id = params.get("messageId")
+    if await session.steer(parts, message_id if isinstance(message_id, str) and message_id else None):
         return {"outcome": "injected"}
     if behavior == "promptRequired":
         return {"outcome": "promptRequired", "reason": "noRunningTurn"}

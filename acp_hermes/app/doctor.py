@@ -152,6 +152,24 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
             problems.append(f"skill {skill.name} is not loaded ({skill.skill_file}): {skill.reason}")
 
 
+def _memory_provider(paths: Paths, settings: Settings, problems: list[str]) -> None:
+    """The external memory provider ``memory.provider`` selects: found, loaded, available."""
+    chosen = settings.memory.providers
+    if not chosen:
+        print("  memory provider: none (the built-in memory only; `acp-hermes memory providers` lists them)")
+        return
+    from acp_hermes.app.memory_cli import provider_states
+
+    state = next(s for s in provider_states(paths, settings) if s.selected and s.name == chosen[0])
+    works = {True: "available", False: "not available", None: "cannot be loaded"}[state.available]
+    print(f"  memory provider: {state.name} ({state.source}): {works}{f' — {state.detail}' if state.detail else ''}")
+    if not state.available:
+        problems.append(f"memory provider {state.name} {works}: sessions run with the built-in memory only")
+    if len(chosen) > 1:
+        problems.append(f"memory.provider names {len(chosen)} providers; only one external provider is used "
+                        f"({chosen[0]})")
+
+
 def _checkpoints(paths: Paths, settings: Settings, problems: list[str]) -> None:
     """Whether checkpoints can be taken (config, git) and the state of every workspace's store."""
     from acp_hermes.app.checkpoints_cli import git_found, human_size, summaries
@@ -307,6 +325,7 @@ def run_doctor(*, repair: bool = False) -> int:
     effective = settings or Settings()  # the checks below still work with the defaults
     print("\nMemory")
     _memory_files(paths, effective, problems)
+    _memory_provider(paths, effective, problems)
     print("\nSkills")
     _skills(paths, effective, problems)
     print("\nCheckpoints")

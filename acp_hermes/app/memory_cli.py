@@ -1,4 +1,5 @@
-"""`acp-hermes memory show|edit`: MEMORY.md and USER.md, the memory every session starts with.
+"""`acp-hermes memory show|edit|providers`: MEMORY.md and USER.md, the memory every session starts with, and
+the external memory providers that can join them.
 
 The files are Hermes Agent's (``$HERMES_HOME/memories``): entries separated by a line holding only
 ``§``, each file under a character limit. ``edit`` works on a private copy and saves it under the
@@ -110,6 +111,9 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     edit = actions.add_parser("edit", parents=[common], help="open one of them in $VISUAL or $EDITOR")
     edit.add_argument("target", choices=TARGETS,
                       help="memory: MEMORY.md, the agent's notes; user: USER.md, what it knows about you")
+    providers = actions.add_parser("providers", parents=[common],
+                                   help="the memory providers there are, whether each works here, which is selected")
+    providers.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run_memory(args: argparse.Namespace) -> int:
@@ -117,7 +121,74 @@ def run_memory(args: argparse.Namespace) -> int:
     store = memory_store(paths, settings_or_defaults(paths))
     if args.action == "show":
         return _show(store, args.json)
+    if args.action == "providers":
+        return _providers(paths, settings_or_defaults(paths), args.json)
     return _edit(store, args.target)
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderState:
+    """A memory provider as `memory providers` and `doctor` show it."""
+
+    name: str
+    source: str
+    available: bool | None  # None: could not be loaded
+    selected: bool
+    detail: str = ""
+
+
+def provider_states(paths: Paths, settings: Settings) -> list[ProviderState]:
+    """The built-in memory, every provider there is (each loaded and asked ``is_available``), and a
+    selected one that cannot be found."""
+    from acp_hermes_memory.providers import ProviderError, available, find
+
+    chosen = settings.memory.providers
+    states = [ProviderState("builtin", "built-in: MEMORY.md and USER.md", True, True, "always on")]
+    seen = set()
+    for info in available(paths.home / "plugins"):
+        seen.add(info.name)
+        states.append(_state(info.name, info.source, info.make, info.name in chosen[:1]))
+    for name in chosen:
+        if name not in seen:
+            try:
+                info = find(name, paths.home / "plugins")
+            except ProviderError as error:
+                states.append(ProviderState(name, "?", None, True, str(error)))
+                continue
+            states.append(_state(info.name, info.source, info.make, name == chosen[0]))
+    return states
+
+
+def _state(name: str, source: str, make: Any, selected: bool) -> ProviderState:
+    try:
+        works = bool(make().is_available())
+    except Exception as error:  # the user's plugin code
+        return ProviderState(name, source, None, selected, f"{type(error).__name__}: {error}")
+    return ProviderState(name, source, works, selected, "" if works else "is_available() said no")
+
+
+def _providers(paths: Paths, settings: Settings, as_json: bool) -> int:
+    states = provider_states(paths, settings)
+    if as_json:
+        print(json.dumps([_state_json(state) for state in states],
+                         indent=2, ensure_ascii=False))
+        return 0
+    chosen = settings.memory.providers
+    for state in states:
+        mark = "*" if state.selected else " "
+        works = {True: "available", False: "not available", None: "cannot be loaded"}[state.available]
+        print(f"{mark} {state.name}: {works} ({state.source}){f' — {state.detail}' if state.detail else ''}")
+    if len(chosen) > 1:
+        print(f"\nOnly one external provider is used at a time: {chosen[0]}; {', '.join(chosen[1:])} refused.")
+    if not chosen:
+        print(f"\nNo external provider selected: set `memory.provider` in config.yaml. Plugins go in "
+              f"{paths.home / 'plugins'}/<name>/.")
+    return 0
+
+
+def _state_json(state: ProviderState) -> dict[str, Any]:
+    return {"name": state.name, "source": state.source, "available": state.available, "selected": state.selected,
+            "detail": state.detail}
 
 
 def _show(store: MemoryStore, as_json: bool) -> int:

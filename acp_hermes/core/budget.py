@@ -131,7 +131,7 @@ class Budget:
         then = " Send another prompt to go on, or raise it" if name == "turn_usd" else " Raise it"
         return (f"⛔ Budget reached: {where} has spent {_amount(name, used)} of {_WHAT[name]} "
                 f"({_amount(name, limit)}), so the agent stopped before its next model request.{then} with "
-                f"{_RAISE[name]}, or set `budget.{name}` in config.yaml.")
+                f"{_RAISE[name]}, or set `budget.{name}` in config.yaml (read when the agent starts).")
 
     def describe(self, priced: bool) -> list[str]:
         """What ``/budget`` and ``/usage`` show: spend against each limit."""

@@ -253,6 +253,9 @@ async def _memory(session: Session, arg: str) -> CommandReply:
         lines.append(f"**{label}** — {used:,} of {limit:,} characters ({used * 100 // max(limit, 1)}%)")
         lines += [f"- {one_line(entry, 200)}" for entry in entries] or ["- (empty)"]
     lines.append("\nNew sessions see these; the running one keeps the snapshot it started with.")
+    provided = await session.memory_provider_summary()
+    if provided:
+        lines += ["", *provided]
     return CommandReply("\n".join(lines))
 
 

@@ -159,6 +159,10 @@ async def _flush_memories(target: CompactionTarget) -> None:
     except ModelError as error:
         log.warning("memory flush before compaction failed: %s", error)
         return
+    if completed is not None:  # a full-context request: its cost is the session's like any other
+        auxiliary = target.auxiliary
+        await anyio.to_thread.run_sync(auxiliary.runtime.record_usage, auxiliary.session_id, target.model,
+                                       completed.usage)
     for block in completed.content if completed is not None else ():
         if block.get("type") == "tool_use" and block.get("name") in FLUSH_TOOLS:
             await _run_flush_call(target, block)

@@ -299,7 +299,7 @@ def _rendered(role: str, block: dict[str, Any], names: dict[str, str]) -> str:
         return "" if _is_summary(block) or not text.strip() else f"{speaker}: {_clipped(text, _TEXT_CHARS)}"
     if kind in ("thinking", "redacted_thinking"):
         return ""
-    if kind == "tool_use":
+    if kind in ("tool_use", "server_tool_use"):
         arguments = json.dumps(block.get("input"), ensure_ascii=False, default=str)
         return f"Assistant called {block.get('name')} {_clipped(arguments, _ARGS_CHARS)}"
     if kind == "tool_result":

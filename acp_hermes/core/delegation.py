@@ -266,6 +266,7 @@ class Delegation:
         self._states[index] = outcome.status
         await parent.emit(ChildEnded(child_id, outcome.stop_reason, outcome.usage,
                                      outcome.detail if outcome.status == "failed" else None))
+        parent.memory_hook("on_delegation", task.goal, outcome.answer, child_session_id=child_id)
         await self._show()
         return outcome
 

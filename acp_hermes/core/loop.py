@@ -20,14 +20,19 @@ import anyio
 
 from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallFinished, ToolCallStarted, UserText
 from acp_hermes.core.history import repaired
+from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
 from acp_hermes.core.user_prompt import PromptPart
+from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
 from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
     Provider,
+    ServerToolResult,
+    ServerToolsRejected,
+    ServerToolUse,
     TextDelta,
     ThinkingDelta,
     ToolUseReady,
@@ -74,6 +79,9 @@ class TurnControls:
     steering: Steering | None = None
     stop_before_request: Callable[[], str | None] | None = None
     spent: Callable[[Usage], None] | None = None
+    web: WebTools | None = None  # the API's own web tools, offered with every request while the endpoint takes them
+    scrub_fences: bool = False  # a memory provider's fence the model echoes is kept from the editor
+    tool_finished: Callable[[ToolCall, ToolResult], None] | None = None  # each call's result, as it finishes
 
 
 class Hints(Protocol):
@@ -163,6 +171,8 @@ class AgentLoop:
         self._pending_notes = pending_notes  # what the model should hear with the next tool result (jobs that ended)
         self._controls = controls or TurnControls()
         self._open: dict[str, _Call] = {}
+        self._server_open: dict[str, _Call] = {}  # the API's web calls shown and not finished yet
+        self._server_done: list[ToolOutcome] = []  # those of the current message that finished, kept with it
         self._budget_note = ""  # added to the next tool result, then cleared
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
@@ -189,6 +199,7 @@ class AgentLoop:
         result = self.result = TurnResult("end_turn")
         await self._transcript.add_user(content, plain_text, prompt)
         pressure = 0.0  # the highest budget share already noted this turn
+        paused = False  # the last message paused (pause_turn): the next request continues it, with nothing added
         while True:
             if result.model_calls >= settings.max_iterations:
                 log.info("iteration budget of %d model calls exhausted", settings.max_iterations)
@@ -197,7 +208,9 @@ class AgentLoop:
             if (over_budget := self._over_budget()) is not None:
                 await self._stop_for_budget(over_budget)
                 return result
-            await self._deliver_steers()
+            if not paused:
+                await self._deliver_steers()
+            paused = False
             result.model_calls += 1
             completed = await self._model_call(settings, result)
             if completed is None:
@@ -214,7 +227,8 @@ class AgentLoop:
                     return result
                 await self._compact_when_full(result)
                 continue
-            if completed.stop_reason == "pause_turn":
+            paused = completed.stop_reason == "pause_turn"
+            if paused:
                 continue
             await self._fail_open_calls("The model stopped before this call could run.")
             result.stop_reason = _STOP_REASONS.get(completed.stop_reason, "end_turn")
@@ -260,11 +274,12 @@ class AgentLoop:
     async def _model_call(self, settings: TurnSettings, result: TurnResult) -> Completed | None:
         """Stream one model message into events; None when the turn must end (model failure)."""
         message_id = str(uuid.uuid4())
+        web = self._controls.web
         request = ModelRequest(
             model=settings.model,
             system=self._system_prompt,
             messages=repaired(self._transcript.messages),
-            tools=self._registry.definitions(),
+            tools=[*self._registry.definitions(), *(web.definitions() if web is not None else ())],
             max_tokens=settings.max_tokens,
             thinking_budget=settings.thinking_budget,
             cache_ttl=settings.cache_ttl,
@@ -272,18 +287,35 @@ class AgentLoop:
         text: list[str] = []
         thinking: list[str] = []
         completed: Completed | None = None
+        scrubber = FenceScrubber() if self._controls.scrub_fences else None
         try:
             async for event in self._provider.stream(request):
                 if isinstance(event, TextDelta):
-                    text.append(event.text)
-                    await self._sink.emit(AgentText(message_id, event.text))
+                    shown = scrubber.feed(event.text) if scrubber is not None else event.text
+                    if shown:
+                        text.append(shown)
+                        await self._sink.emit(AgentText(message_id, shown))
                 elif isinstance(event, ThinkingDelta):
                     thinking.append(event.text)
                     await self._sink.emit(AgentThought(message_id, event.text))
                 elif isinstance(event, ToolUseReady):
                     await self._announce(ToolCall(event.id, event.name, event.arguments, event.raw_arguments))
+                elif isinstance(event, ServerToolUse):
+                    await self._announce_server(event)
+                elif isinstance(event, ServerToolResult):
+                    await self._finish_server(event.block)
                 elif isinstance(event, Completed):
                     completed = event
+                    if scrubber is not None and (rest := scrubber.flush()):
+                        text.append(rest)
+                        await self._sink.emit(AgentText(message_id, rest))
+        except ServerToolsRejected as error:
+            if web is None or text or thinking or not web.refuse():
+                await self._end_early(message_id, text, thinking, str(error))
+                return None
+            log.warning("the endpoint refused the web tools (%s): off for this session", error)
+            await self._sink.emit(AgentText(str(uuid.uuid4()), f"{REFUSED_NOTICE}\n\n"))
+            return await self._model_call(settings, result)
         except ModelError as error:
             await self._end_early(message_id, text, thinking, str(error))
             return None
@@ -291,6 +323,7 @@ class AgentLoop:
             with anyio.CancelScope(shield=True):
                 await self._save_partial(message_id, text, thinking, "cancelled")
                 await self._fail_open_calls(CANCELLED_RESULT)
+                await self._close_server_calls(CANCELLED_RESULT)
             raise
         if completed is None or not self._announced_every_call(completed):  # a provider broke its contract
             await self._end_early(message_id, text, thinking, "The model stream ended unexpectedly.")
@@ -303,6 +336,9 @@ class AgentLoop:
             b["id"]: AnnouncedCall(self._open[b["id"]].title, self._open[b["id"]].kind, self._open[b["id"]].locations)
             for b in completed.content if b.get("type") == "tool_use"
         }
+        if completed.stop_reason != "pause_turn":  # a paused message's web call goes on in the next one
+            await self._close_server_calls("The model API did not finish this call.")
+        server_calls, self._server_done = self._server_done, []
         await self._transcript.add_assistant(
             completed.content,
             message_id=message_id,
@@ -312,6 +348,7 @@ class AgentLoop:
             output_tokens=completed.usage.output_tokens,
             context_tokens=result.context_tokens,
             announced=announced,
+            server_calls=server_calls,
         )
         result.measured_messages = len(self._transcript.messages)
         return completed
@@ -326,6 +363,33 @@ class AgentLoop:
             ToolCallStarted(call.id, call.name, presentation.title, kind, raw_input, presentation.locations)
         )
 
+    async def _announce_server(self, event: ServerToolUse) -> None:
+        """A web call the API makes itself: shown like any call, never run here."""
+        shown = presented(event.name, event.input)
+        call = ToolCall(event.id, event.name, event.input, "")
+        self._server_open[event.id] = _Call(call, shown.title, shown.kind)
+        await self._sink.emit(ToolCallStarted(event.id, event.name, shown.title, shown.kind, event.input))
+
+    async def _finish_server(self, block: dict[str, Any]) -> None:
+        record = self._server_open.pop(str(block.get("tool_use_id")), None)
+        if record is None:
+            return  # a result for a call this turn never saw begin: nothing to close
+        found = outcome(block)
+        await self._end_server_call(record, found.ok, found.text, found.raw_output)
+
+    async def _end_server_call(self, record: _Call, ok: bool, text: str, raw_output: Any = None) -> None:
+        display = (TextDisplay(text),)
+        await self._sink.emit(ToolCallFinished(record.call.id, "completed" if ok else "failed", display,
+                                               raw_output=raw_output))
+        self._server_done.append(ToolOutcome(record.call.id, record.call.name, record.title, record.kind,
+                                             record.call.arguments, text, ok, display, (), raw_output=raw_output))
+
+    async def _close_server_calls(self, reason: str) -> None:
+        """Web calls the API never finished (a cancel, a broken stream) end as failed."""
+        stranded, self._server_open = list(self._server_open.values()), {}
+        for record in stranded:
+            await self._end_server_call(record, False, reason)
+
     def _announced_every_call(self, completed: Completed) -> bool:
         return all(b.get("id") in self._open for b in completed.content if b.get("type") == "tool_use")
 
@@ -335,6 +399,7 @@ class AgentLoop:
         self.result.failure = problem
         await self._save_partial(message_id, text, thinking, "incomplete")
         await self._fail_open_calls("The model's message broke off before this call could run.")
+        await self._close_server_calls("The model's message broke off before this call finished.")
         await self._sink.emit(AgentText(str(uuid.uuid4()), f"\n\n⚠️ {problem}\n"))
 
     async def _save_partial(self, message_id: str, text: list[str], thinking: list[str], reason: str) -> None:
@@ -380,6 +445,8 @@ class AgentLoop:
         ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
         began = time.perf_counter()
         result = await self._registry.dispatch(call, ctx)
+        if self._controls.tool_finished is not None:
+            self._controls.tool_finished(call, result)
         log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",
                   (time.perf_counter() - began) * 1000)
         text = result.text

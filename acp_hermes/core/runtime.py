@@ -27,6 +27,7 @@ from acp_hermes_memory.values import value
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from acp_hermes.core.memory_providers import MemoryProviders
     from acp_hermes.model.provider import AnthropicProvider
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_memory.skills import SkillStore
@@ -53,6 +54,7 @@ class Runtime:
     # Sessions are built on worker threads (core.sessions): the stores they share are made once.
     _stores_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _memory: MemoryStore | None = None
+    _memory_providers: MemoryProviders | None = None
     _grants: GrantStore | None = None
     _skills: dict[Path, SkillStore] = field(default_factory=dict)  # by project: sessions there share the index
     _checkpoints: dict[Path, CheckpointStore] = field(default_factory=dict)  # by workspace: sessions there share it
@@ -107,6 +109,26 @@ class Runtime:
                     self.paths.memories, self.settings.memory_char_limit, self.settings.user_char_limit
                 )
             return self._memory
+
+    @property
+    def memory_providers(self) -> MemoryProviders:
+        """The built-in memory and the external provider ``memory.provider`` names (loaded once; its
+        plugin's code runs here, so the first use is on a worker thread when one is configured)."""
+        with self._stores_lock:
+            if self._memory_providers is None:
+                from acp_hermes.core.memory_providers import MemoryProviders
+
+                self._memory_providers = MemoryProviders.configured(self.settings.memory.providers, self.paths.home,
+                                                                    ask=self._ask_auxiliary)
+            return self._memory_providers
+
+    async def _ask_auxiliary(self, system: str, prompt: str, session_id: str) -> str:
+        """The auxiliary model, for a memory provider's work on a session (charged to it when named)."""
+        model = self.settings.auxiliary_model
+        text, usage = await self.provider.complete(model=model, system=system, prompt=prompt, max_tokens=2048)
+        if session_id:
+            await anyio.to_thread.run_sync(self.record_usage, session_id, model, usage)
+        return text
 
     def skills_for(self, cwd: Path) -> SkillStore:
         """The skills a session in ``cwd`` sees: ``$HERMES_HOME/skills``, then the configured
@@ -223,6 +245,8 @@ class Runtime:
             )
 
     async def aclose(self) -> None:
+        if self._memory_providers is not None:
+            await anyio.to_thread.run_sync(self._memory_providers.shutdown)
         if self._provider is not None:
             await self._provider.aclose()
         opening, self.db_opening = self.db_opening, None

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.compactor import Compaction, CompactionTarget
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.loop import StopReason, TurnResult, TurnSettings
+    from acp_hermes.core.memory_providers import MemoryProviders
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.steering import Steer
     from acp_hermes.core.user_prompt import PromptPart
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from acp_hermes_tools.mcp.connection import McpConnection
     from acp_hermes_tools.mcp.servers import McpServers
     from acp_hermes_tools.mcp.specs import McpServerSpec
-    from acp_hermes_tools.registry import Tool, ToolRegistry
+    from acp_hermes_tools.registry import Tool, ToolCall, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ class Session:
         from acp_hermes.core.job_notices import JobNotices
         from acp_hermes.core.review import Nudges
         from acp_hermes.core.steering import Steering
+        from acp_hermes.core.web import WebTools
         from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
         from acp_hermes_tools.secret_links import SecretLinks
 
@@ -147,6 +149,8 @@ class Session:
         # A child's is its parent's too: what it spends counts there, and the parent's limits stop it.
         self.budget = budget or Budget(lambda: runtime.settings.budget, choices.budget, self._notify)
         self.steering = Steering()  # what the user sends into the running turn (steer)
+        self._steer_order = anyio.Lock()
+        self.web = WebTools(lambda: runtime.settings.web)  # the API's web search and fetch, while it takes them
         roots = (cwd, *additional_directories)
         self.tools = ToolScope(
             session_id=session_id,
@@ -193,6 +197,8 @@ class Session:
         self.mcp: McpServers | None = None  # this session's MCP servers (connect_mcp)
         self._mcp_registry: tuple[int, ToolRegistry] | None = None  # the registry with their tools, by version
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
+        self._provider_tools_added = False  # the external memory provider's tools are in _own_registry
+        self._provider_turns = 0  # turns the memory provider was told of (on_turn_start's number)
 
     @staticmethod
     def _checkpoint_store(runtime: Runtime, cwd: Path) -> Callable[[], CheckpointStore] | None:
@@ -299,6 +305,8 @@ class Session:
         may_delegate = self.settings.delegation.enabled
         if self.subagent is not None:
             tools, may_delegate = tools.only(self.subagent.tool_names), DELEGATE_TOOL_NAME in self.subagent.tool_names
+        if self._provider_tools_added:  # an external memory provider's tools, for the user's own sessions
+            tools = tools.extended(self._runtime.memory_providers.tools())
         return tools.extended([self.children_maker.delegate_tool(self)]) if may_delegate else tools
 
     def _tool_context(self, call_id: str, title: str, sink: ToolEventSink) -> ToolContext:
@@ -402,9 +410,10 @@ class Session:
 
         if not self.steering.accepting:
             return False
-        converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
-        content = ({"type": "text", "text": STEER_NOTE}, *converted.content)
-        return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
+        async with self._steer_order:  # converted one at a time, so steers arrive in the order they were sent
+            converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
+            content = ({"type": "text", "text": STEER_NOTE}, *converted.content)
+            return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
         # Only turns need these; the adapter warms them up right after session/new.
@@ -412,6 +421,7 @@ class Session:
         from acp_hermes.core.loop import AgentLoop, TurnControls
 
         own_turn = self.subagent is None  # a child's changes belong to its parent's turn (and checkpoint)
+        providers = await self._memory_providers() if own_turn else None
         if self.mcp is not None and self.mcp.connecting:
             await self.mcp.wait_connecting(MCP_TURN_WAIT_SECONDS)
         registry = self.registry
@@ -429,6 +439,13 @@ class Session:
         content.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
         content.extend({"type": "text", "text": note} for note in self._notes)  # e.g. files rolled back
         self._notes.clear()
+        if providers is not None:  # recall for this message: in it, fenced; never in the system prompt
+            from acp_hermes.core.memory_fence import memory_context_block
+
+            self._provider_turns += 1
+            recall = await providers.recall(self.id, self.cwd, self._provider_turns, converted.plain_text, self._notify)
+            if recall:
+                content.append({"type": "text", "text": memory_context_block(recall)})
         if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
@@ -448,7 +465,9 @@ class Session:
             compact_if_due=self._compact_between_calls,
             pending_notes=self._job_notices.pending_notes,
             controls=TurnControls(steering=self.steering if own_turn else None,
-                                  stop_before_request=self.budget.exceeded, spent=self._spent),
+                                  stop_before_request=self.budget.exceeded, spent=self._spent,
+                                  web=self.web if own_turn else None, scrub_fences=providers is not None,
+                                  tool_finished=self._tool_finished if providers is not None else None),
         )
         stop: StopReason = "cancelled"
         if own_turn:
@@ -471,6 +490,8 @@ class Session:
             self.last_context_tokens, self.measured_messages = result.context_tokens, result.measured_messages
         await self.report_usage()
         await self._job_notices.turn_ended()
+        if providers is not None and stop != "cancelled":
+            providers.turn_ended(self.id, converted.plain_text, self.transcript.last_answer())
         if stop != "cancelled" and not self.title and not self._naming_started:
             self._naming_started = True
             self._on_first_exchange(self)
@@ -478,6 +499,42 @@ class Session:
             self._nudge(result.tools_used, max(0, result.model_calls - 1))
         log.info("session %s: turn ended (%s)", self.id, stop)
         return stop
+
+    async def _memory_providers(self) -> MemoryProviders | None:
+        """The external memory provider's manager when one is configured (loaded off the event loop,
+        with its tools, which join this session's registry)."""
+        if not self.settings.memory.providers:
+            return None
+        runtime = self._runtime
+
+        def load() -> MemoryProviders:
+            providers = runtime.memory_providers
+            providers.tools()
+            return providers
+
+        providers = await anyio.to_thread.run_sync(load)
+        if providers.tools() and not self._provider_tools_added:
+            self._provider_tools_added, self._own_registry, self._mcp_registry = True, None, None  # rebuilt with them
+        return providers
+
+    async def memory_provider_summary(self) -> list[str]:
+        """What ``/memory`` shows of the external memory provider (nothing when none is configured)."""
+        if not self.settings.memory.providers:
+            return []
+        runtime = self._runtime
+        return await anyio.to_thread.run_sync(lambda: runtime.memory_providers.summary())
+
+    def memory_hook(self, name: str, *args: Any, **kwargs: Any) -> None:
+        """Tell the external memory provider, if one is configured, what happened (in the background)."""
+        if self.subagent is None and self.settings.memory.providers:
+            self._runtime.memory_providers.hook(self.id, name, *args, **kwargs)
+
+    def _tool_finished(self, call: ToolCall, result: ToolResult) -> None:
+        """A call of this session's turn finished: a change to the built-in memory reaches the provider."""
+        args = call.arguments or {}
+        if call.name == "memory" and result.ok and args.get("action") in ("add", "replace", "remove"):
+            self.memory_hook("on_memory_write", str(args["action"]), str(args.get("target") or "memory"),
+                             str(args.get("content") or args.get("old_text") or ""))
 
     def _carry_undelivered(self, steers: Sequence[Steer]) -> None:
         """Steers a turn that stopped early never read go to the model with the next prompt."""
@@ -573,6 +630,7 @@ class Session:
         from acp_hermes.core.compactor import compact
 
         target = self._compaction_target()
+        self.memory_hook("on_pre_compress", list(self.transcript.messages))
         compaction = await compact(target, focus=focus, manual=manual)
         if compaction.done:
             self.transcript, self.system_prompt = target.transcript, target.system_prompt
@@ -635,7 +693,7 @@ class Session:
         children = db.subagent_totals(self.id)
         own = Spend() if record is None else Spend(record.estimated_cost_usd, record.input_tokens + record.output_tokens
                                                     + record.cache_read_tokens + record.cache_write_tokens)
-        return own + Spend(children.cost_usd, children.input_tokens + children.output_tokens)
+        return own + Spend(children.cost_usd, children.tokens)
 
     async def refresh_spend(self) -> None:
         """Set the budget's meter from the SessionDB (between turns: what reviews and titles cost too)."""
@@ -687,6 +745,7 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
+        self.memory_hook("on_session_end", list(self.transcript.messages))
         if self.mcp is not None:
             self.mcp.stop()
         self.tools.state.close()  # background commands end with the session

@@ -436,6 +436,10 @@ class SessionManager:
         from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
 
         settings = self.runtime.settings
+        memory_block = ""
+        if subagent is None:
+            provided = self.runtime.memory_providers.start_session(session_id, cwd) if settings.memory.providers else ""
+            memory_block = "\n\n".join(part for part in (self.runtime.memory.snapshot().render(), provided) if part)
         return build_system_prompt(
             PromptInputs(
                 paths=self.runtime.paths,
@@ -443,7 +447,7 @@ class SessionManager:
                 session_id=session_id,
                 now=datetime.now().astimezone(),
                 system_message=settings.system_message if subagent is None else None,
-                memory_block=self.runtime.memory.snapshot().render() if subagent is None else "",
+                memory_block=memory_block,
                 tool_names=self.runtime.tool_names if subagent is None else subagent.tool_names,
                 subagent=subagent is not None,
                 skills=[(s.name, s.category, s.description) for s in self.runtime.skills_for(cwd).skills()],

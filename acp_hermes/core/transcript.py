@@ -166,9 +166,11 @@ class Transcript:
         output_tokens: int | None,
         context_tokens: int | None = None,
         announced: Mapping[str, AnnouncedCall] | None = None,
+        server_calls: Sequence[ToolOutcome] = (),
     ) -> None:
         """Store a model message; ``context_tokens`` is the context the request and its answer
-        measured (what a reloaded session's gauge shows), ``announced`` how its calls were shown."""
+        measured (what a reloaded session's gauge shows), ``announced`` how its calls were shown,
+        ``server_calls`` the web calls the API made in it, as they were shown (replayed before its text)."""
         tool_calls = [
             {"id": b["id"], "name": b["name"], "arguments": b.get("input", {})}
             for b in content
@@ -181,6 +183,9 @@ class Transcript:
             display["context_tokens"] = context_tokens
         if announced:
             display["calls"] = {call_id: call.record() for call_id, call in announced.items()}
+        if server_calls:
+            display[SERVER_CALLS_KEY] = [{"call_id": o.call_id, "name": o.name, **o.display_record()}
+                                         for o in server_calls]
         await self._append_row(
             "assistant",
             text,
@@ -191,6 +196,15 @@ class Transcript:
             finish_reason=stop_reason,
             token_count=output_tokens,
         )
+
+    def last_answer(self) -> str:
+        """The text of the last model message (what a memory provider is told the agent answered)."""
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                content = message["content"]
+                return content if isinstance(content, str) else "".join(
+                    str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return ""
 
     def last_calls_left_open(self) -> list[dict[str, Any]]:
         """The tool calls of the last assistant message that have no result yet (all of them, or
@@ -254,6 +268,7 @@ class Transcript:
 
 
 STEER_KEY = "steer"  # marks a stored prompt the user sent into a running turn
+SERVER_CALLS_KEY = "server_calls"  # the web calls the API made in a stored model message, as shown
 
 
 def is_steer(row: MessageRecord) -> bool:
@@ -360,17 +375,24 @@ def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
             parts = tuple(from_record(r) for r in records) if records else (TextPart(row.content),)
             yield StoredPrompt(display.get("client_message_id") or prompt_message_id(row.id), parts)
         elif row.role == "assistant":
+            for call in display.get(SERVER_CALLS_KEY) or ():
+                yield _stored_call(str(call.get("call_id")), str(call.get("name") or "web"), call)
             yield StoredReply(display.get("message_id") or f"agent-{row.id}", row.content, row.reasoning or "")
         elif row.role == "tool":
             yield _stored_tool_call(row, display)
 
 
 def _stored_tool_call(row: MessageRecord, display: dict[str, Any]) -> StoredToolCall:
+    return _stored_call(row.tool_call_id or f"call-{row.id}", row.tool_name or "tool", display)
+
+
+def _stored_call(call_id: str, name: str, display: dict[str, Any]) -> StoredToolCall:
+    """A call as it was shown (``ToolOutcome.display_record``)."""
     plan = display.get("plan")
     return StoredToolCall(
-        call_id=row.tool_call_id or f"call-{row.id}",
-        name=row.tool_name or "tool",
-        title=display.get("title") or row.tool_name or "tool",
+        call_id=call_id,
+        name=name,
+        title=display.get("title") or name,
         kind=display.get("kind") or "other",
         raw_input=display.get("raw_input"),
         ok=display.get("status") == "completed",

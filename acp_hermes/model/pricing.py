@@ -62,6 +62,9 @@ def context_window(model: str, settings: Settings) -> int:
     return DEFAULT_CONTEXT_WINDOW if base in _PRICES else LEGACY_CONTEXT_WINDOW
 
 
+WEB_SEARCH_USD = 0.01  # the API's price of one web search ($10 per 1,000); a fetch costs only its tokens
+
+
 def cost_usd(usage: Usage, price: Price, cache_ttl: str = "5m") -> float:
     write_factor = 2.0 if cache_ttl == "1h" else 1.25
     if cache_ttl == "1h" and price.cache_write_1h is not None:
@@ -77,4 +80,4 @@ def cost_usd(usage: Usage, price: Price, cache_ttl: str = "5m") -> float:
         + usage.cache_write_tokens * write_price
         + usage.cache_read_tokens * read_price
     )
-    return total / 1_000_000
+    return total / 1_000_000 + usage.web_searches * WEB_SEARCH_USD

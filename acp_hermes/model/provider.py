@@ -26,6 +26,9 @@ from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
+    ServerToolResult,
+    ServerToolsRejected,
+    ServerToolUse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -222,6 +225,16 @@ async def _back_off_or_raise(error: Exception, attempt: int, settings: Settings)
     await anyio.sleep(delay)
 
 
+def rejects_server_tools(error: BaseException, params: dict[str, Any]) -> bool:
+    """Whether a 400 refuses the request's server tools (``web_search``, ``web_fetch``): an endpoint
+    that speaks the Messages API without them names the tool, its type or the ``tools`` field."""
+    server = [tool for tool in params.get("tools", ()) if "type" in tool]
+    if not server or getattr(error, "status_code", None) != 400:
+        return False
+    said = _api_message(error).lower()
+    return "tools" in said or any(tool["type"] in said or tool["name"] in said for tool in server)
+
+
 def _is_retryable(error: BaseException) -> bool:
     load_sdk()
     import anthropic
@@ -317,6 +330,8 @@ class AnthropicProvider:
             except Exception as error:
                 if yielded:
                     raise ModelError(describe_failure(error)) from error
+                if rejects_server_tools(error, params):
+                    raise ServerToolsRejected(describe_failure(error)) from error
                 await _back_off_or_raise(error, attempt, self._settings)
                 attempt += 1
 
@@ -370,10 +385,11 @@ class AnthropicProvider:
                 output_tokens=usage.output_tokens or 0,
                 cache_read_tokens=usage.cache_read_input_tokens or 0,
                 cache_write_tokens=usage.cache_creation_input_tokens or 0,
+                web_searches=_web_searches(usage),
             )
         elif kind == "content_block_start":
             block = event.content_block.model_dump(mode="json", exclude_none=True)
-            if block["type"] == "tool_use":
+            if block["type"] in ("tool_use", "server_tool_use"):
                 block["input"] = {}
                 acc.json_parts[event.index] = []
             elif block["type"] == "text":
@@ -384,19 +400,22 @@ class AnthropicProvider:
             return self._absorb_delta(acc, event.index, event.delta)
         elif kind == "content_block_stop":
             block = acc.blocks.get(event.index)
-            if block is not None and block["type"] == "tool_use":
+            if block is not None and block["type"] in ("tool_use", "server_tool_use"):
                 raw = "".join(acc.json_parts.pop(event.index, []))
                 arguments = _parse_arguments(raw)
                 block["input"] = arguments if arguments is not None else {}
+                if block["type"] == "server_tool_use":
+                    return [ServerToolUse(block["id"], block["name"], block["input"])]
                 return [ToolUseReady(block["id"], block["name"], arguments, raw)]
+            if block is not None and block["type"].endswith("_tool_result"):  # web_search_/web_fetch_tool_result
+                return [ServerToolResult(block)]
         elif kind == "message_delta":
             if event.delta.stop_reason:
                 acc.stop_reason = event.delta.stop_reason
             output = getattr(event.usage, "output_tokens", None)
             if output is not None:
-                acc.usage = Usage(
-                    acc.usage.input_tokens, output, acc.usage.cache_read_tokens, acc.usage.cache_write_tokens
-                )
+                acc.usage = Usage(acc.usage.input_tokens, output, acc.usage.cache_read_tokens,
+                                  acc.usage.cache_write_tokens, max(acc.usage.web_searches, _web_searches(event.usage)))
         return []
 
     @staticmethod
@@ -411,7 +430,9 @@ class AnthropicProvider:
         if kind == "thinking_delta":
             block["thinking"] = block.get("thinking", "") + delta.thinking
             return [ThinkingDelta(delta.thinking)] if delta.thinking else []
-        if kind == "signature_delta":
+        if kind == "citations_delta":  # kept: the text goes back to the API with its citations
+            block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+        elif kind == "signature_delta":
             block["signature"] = block.get("signature", "") + delta.signature
         elif kind == "input_json_delta":
             acc.json_parts.setdefault(index, []).append(delta.partial_json)
@@ -446,6 +467,12 @@ class AnthropicProvider:
         log.debug("model reply (not streamed): stop %s, %s, %.0f ms", message.stop_reason, _usage_text(result),
                   _elapsed_ms(sent))
         return text, result
+
+
+def _web_searches(usage: Any) -> int:
+    """The web searches a (cumulative) usage report counts; none when it has no server tool usage."""
+    server = getattr(usage, "server_tool_use", None)
+    return int(getattr(server, "web_search_requests", 0) or 0)
 
 
 def _usage_text(usage: Usage) -> str:

@@ -20,6 +20,7 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    web_searches: int = 0  # the API's web searches (server tools), charged per search
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -27,6 +28,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.web_searches + other.web_searches,
         )
 
     @property
@@ -67,6 +69,22 @@ class ToolUseReady:
 
 
 @value
+class ServerToolUse:
+    """The API began a tool it runs itself (web search, web fetch): shown, never run here."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@value
+class ServerToolResult:
+    """What a server tool came to: its result block, exactly as it must go back to the API."""
+
+    block: dict[str, Any]
+
+
+@value
 class Completed:
     """The end of one model message: its content blocks as they go back into history."""
 
@@ -75,11 +93,15 @@ class Completed:
     usage: Usage
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolUseReady | Completed
+StreamEvent = TextDelta | ThinkingDelta | ToolUseReady | ServerToolUse | ServerToolResult | Completed
 
 
 class ModelError(Exception):
     """A model call failed for good; the message is written for the user."""
+
+
+class ServerToolsRejected(ModelError):
+    """The endpoint refused the request's server tools (an Anthropic-compatible API without them)."""
 
 
 class Provider(Protocol):

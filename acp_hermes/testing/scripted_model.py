@@ -11,6 +11,7 @@ really closed the model stream.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import socket
@@ -68,19 +69,35 @@ def split_evenly(text: str, pieces: int) -> list[str]:
 
 @dataclass(frozen=True)
 class TextBlock:
-    """Assistant text, streamed as ``chunks`` ``text_delta`` events."""
+    """Assistant text, streamed as ``chunks`` ``text_delta`` events, then one ``citations_delta`` per
+    citation (a web search result it cites: ``(title, url, cited text)``)."""
 
     text: str
     chunks: int = 1
+    citations: tuple[tuple[str, str, str], ...] = ()
 
     def opening(self) -> dict[str, Any]:
         return {"type": "text", "text": ""}
 
     def deltas(self) -> list[dict[str, Any]]:
-        return [{"type": "text_delta", "text": piece} for piece in split_evenly(self.text, self.chunks)]
+        pieces = [{"type": "text_delta", "text": piece} for piece in split_evenly(self.text, self.chunks)]
+        return pieces + [{"type": "citations_delta", "citation": citation} for citation in self._citations()]
+
+    def _citations(self) -> list[dict[str, Any]]:
+        return [{"type": "web_search_result_location", "cited_text": cited, "url": url, "title": title,
+                 "encrypted_index": sealed("index", url)} for title, url, cited in self.citations]
 
     def complete(self) -> dict[str, Any]:
-        return {"type": "text", "text": self.text}
+        block: dict[str, Any] = {"type": "text", "text": self.text}
+        if self.citations:
+            block["citations"] = self._citations()
+        return block
+
+
+def sealed(what: str, url: str) -> str:
+    """The opaque value the API puts in a web result (``encrypted_content``, ``encrypted_index``) and
+    wants back unchanged: made from the URL here, so a request can be checked without state."""
+    return f"sealed-{what}-" + hashlib.sha256(url.encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -124,7 +141,75 @@ class ToolUseBlock:
         return {"type": "tool_use", "id": self.id, "name": self.name, "input": dict(self.input)}
 
 
-ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock
+@dataclass(frozen=True)
+class ServerToolUseBlock:
+    """A tool the API runs itself (``web_search``, ``web_fetch``), its input streamed like a tool call's."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+    def opening(self) -> dict[str, Any]:
+        return {"type": "server_tool_use", "id": self.id, "name": self.name, "input": {}}
+
+    def deltas(self) -> list[dict[str, Any]]:
+        return [{"type": "input_json_delta", "partial_json": json.dumps(dict(self.input), ensure_ascii=False)}]
+
+    def complete(self) -> dict[str, Any]:
+        return {"type": "server_tool_use", "id": self.id, "name": self.name, "input": dict(self.input)}
+
+
+@dataclass(frozen=True)
+class WebSearchResultBlock:
+    """The results of a ``web_search`` call, whole at its start as the API sends them: ``(title, url)``
+    pairs, or an ``error_code``."""
+
+    tool_use_id: str
+    results: tuple[tuple[str, str], ...] = ()
+    error_code: str | None = None
+
+    def opening(self) -> dict[str, Any]:
+        return self.complete()
+
+    def deltas(self) -> list[dict[str, Any]]:
+        return []
+
+    def complete(self) -> dict[str, Any]:
+        content: Any = (
+            {"type": "web_search_tool_result_error", "error_code": self.error_code} if self.error_code else
+            [{"type": "web_search_result", "title": title, "url": url, "encrypted_content": sealed("content", url),
+              "page_age": "2 days ago"} for title, url in self.results]
+        )
+        return {"type": "web_search_tool_result", "tool_use_id": self.tool_use_id, "content": content}
+
+
+@dataclass(frozen=True)
+class WebFetchResultBlock:
+    """The page a ``web_fetch`` call read, whole at its start as the API sends it."""
+
+    tool_use_id: str
+    url: str
+    title: str
+    text: str
+
+    def opening(self) -> dict[str, Any]:
+        return self.complete()
+
+    def deltas(self) -> list[dict[str, Any]]:
+        return []
+
+    def complete(self) -> dict[str, Any]:
+        document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": self.text},
+                    "title": self.title}
+        return {"type": "web_fetch_tool_result", "tool_use_id": self.tool_use_id,
+                "content": {"type": "web_fetch_result", "url": self.url, "content": document,
+                            "retrieved_at": "2026-11-26T12:00:00Z"}}
+
+
+ContentBlock = (TextBlock | ThinkingBlock | ToolUseBlock | ServerToolUseBlock | WebSearchResultBlock
+                | WebFetchResultBlock)
+SERVER_TOOL_TYPES = frozenset({"web_search_20250305", "web_search_20260209", "web_search_20260318",
+                               "web_fetch_20250910", "web_fetch_20260209", "web_fetch_20260309", "web_fetch_20260318"})
 
 
 @dataclass(frozen=True)
@@ -135,14 +220,18 @@ class Usage:
     output_tokens: int
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
+    web_search_requests: int = 0
 
-    def wire(self, *, output_tokens: int | None = None) -> dict[str, int]:
-        return {
+    def wire(self, *, output_tokens: int | None = None) -> dict[str, Any]:
+        wire: dict[str, Any] = {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
             "output_tokens": self.output_tokens if output_tokens is None else output_tokens,
         }
+        if self.web_search_requests:
+            wire["server_tool_use"] = {"web_search_requests": self.web_search_requests, "web_fetch_requests": 0}
+        return wire
 
 
 @dataclass(frozen=True)
@@ -339,7 +428,36 @@ def request_problem(body: Any) -> str | None:
     breakpoints = sum(block.breakpoint for block in prompt_blocks(body))
     if breakpoints > MAX_CACHE_BREAKPOINTS:
         return f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
-    return _tool_pairing_problem(messages)
+    for number, tool in enumerate(_as_list(body.get("tools"))):
+        kind = tool.get("type") if isinstance(tool, Mapping) else None
+        if kind is not None and kind != "custom" and kind not in SERVER_TOOL_TYPES:
+            return f"tools.{number}: Input tag '{kind}' found using 'type' does not match any of the expected tags"
+    return _tool_pairing_problem(messages) or _server_results_problem(messages)
+
+
+def _server_results_problem(messages: list[Any]) -> str | None:
+    """A server tool call must be answered by its result in the same message, and a web result must
+    come back exactly as the API sent it (its sealed fields unchanged)."""
+    for position, message in enumerate(messages):
+        blocks = [b for b in _as_list(message.get("content") if isinstance(message, Mapping) else None)
+                  if isinstance(b, Mapping)]
+        called = {b.get("id") for b in blocks if b.get("type") == "server_tool_use"}
+        answered = {b.get("tool_use_id") for b in blocks if str(b.get("type", "")).endswith("_tool_result")
+                    and b.get("type") != "tool_result"}
+        if called - answered or answered - called:
+            return (f"messages.{position}: each `server_tool_use` block needs its result block in the same message "
+                    f"(unmatched: {', '.join(sorted(map(str, (called - answered) | (answered - called))))})")
+        for block in blocks:
+            results = block.get("content") if block.get("type") == "web_search_tool_result" else None
+            citations = block.get("citations") if block.get("type") == "text" else None
+            for item in [*_as_list(results), *_as_list(citations)]:
+                if not isinstance(item, Mapping) or "url" not in item:
+                    continue
+                field, what = ("encrypted_index", "index") if "cited_text" in item else ("encrypted_content", "content")
+                if item.get(field) != sealed(what, str(item["url"])):
+                    return (f"messages.{position}: invalid {field} for {item['url']}: web results must be sent "
+                            "back unchanged")
+    return None
 
 
 def _tool_pairing_problem(messages: list[Any]) -> str | None:

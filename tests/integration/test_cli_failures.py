@@ -85,6 +85,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
     "checkpoints-prune": (("checkpoints", "prune"), False, {HOME, CONFIG}),
     "memory-show": (("memory", "show"), False, {HOME, CONFIG}),
     "memory-edit": (("memory", "edit", "memory"), False, {HOME, CONFIG}),
+    "memory-providers": (("memory", "providers"), False, {CONFIG}),
     "skills-list": (("skills", "list"), False, {HOME, CONFIG}),
     "skills-show": (("skills", "show", "lint"), False, {HOME, CONFIG}),
 }

@@ -1,0 +1,111 @@
+"""The web tools the model API runs itself: ``web_search`` and ``web_fetch`` (Anthropic server tools).
+
+Nothing here fetches anything: the API searches and fetches during the model's message and streams
+the calls and their results as content blocks (``server_tool_use``, ``web_search_tool_result``,
+``web_fetch_tool_result``). The session offers them as ``web:`` in the config says (search on,
+fetch off), the loop shows each as a tool call of kind ``search`` or ``fetch``, and the blocks go
+back into history exactly as they came (the API needs its encrypted results back unchanged). An
+endpoint that refuses them (an Anthropic-compatible API without server tools) turns them off for
+the session, once, with a notice, and the request goes again without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from acp_hermes.config import WebSettings
+from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
+from acp_hermes_tools.contracts import ToolKind
+
+# The tool versions of the installed SDK's Messages API (anthropic 2.14: ``WebSearchTool20260318Param``,
+# ``WebFetchTool20260318Param``).
+SEARCH_TOOL = "web_search_20260318"
+FETCH_TOOL = "web_fetch_20260318"
+_KINDS: dict[str, ToolKind] = {"web_search": "search", "web_fetch": "fetch"}
+
+
+class WebTools:
+    """The server tools one session offers, until its endpoint refuses them."""
+
+    def __init__(self, settings: Callable[[], WebSettings]) -> None:
+        self._settings = settings
+        self.refused = False
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """The request's server tool entries (none once refused)."""
+        web = self._settings()
+        if self.refused or not (web.search or web.fetch):
+            return []
+        domains: dict[str, Any] = {}
+        if web.allowed_domains:
+            domains["allowed_domains"] = list(web.allowed_domains)
+        elif web.blocked_domains:
+            domains["blocked_domains"] = list(web.blocked_domains)
+        tools = []
+        if web.search:
+            tools.append({"type": SEARCH_TOOL, "name": "web_search", "max_uses": web.max_uses, **domains})
+        if web.fetch:
+            tools.append({"type": FETCH_TOOL, "name": "web_fetch", "max_uses": web.max_uses, **domains})
+        return tools
+
+    def refuse(self) -> bool:
+        """The endpoint refused them: off for this session. True the first time (say so then)."""
+        first, self.refused = not self.refused, True
+        return first
+
+
+REFUSED_NOTICE = ("⚠️ The model API refused the web tools (it may be an Anthropic-compatible endpoint without "
+                  "server tools): web search and fetch are off for this session, and the request was sent again "
+                  "without them. Set `web.search: false` in config.yaml to stop offering them.")
+
+
+@value
+class WebCall:
+    """How a server tool call is shown: title, kind, and once done, its outcome."""
+
+    title: str
+    kind: ToolKind
+
+
+def presented(name: str, arguments: dict[str, Any]) -> WebCall:
+    """The call as the editor shows it: what was searched for, or which page was fetched."""
+    if name == "web_search":
+        return WebCall(f"Search the web: {one_line(str(arguments.get('query') or ''), 120)}", "search")
+    if name == "web_fetch":
+        return WebCall(f"Fetch {one_line(str(arguments.get('url') or ''), 200)}", "fetch")
+    return WebCall(f"{name} (run by the model API)", _KINDS.get(name, "other"))
+
+
+@value
+class WebOutcome:
+    """A server tool's result as shown: whether it worked, the text (titles and links), the raw output."""
+
+    ok: bool
+    text: str
+    raw_output: dict[str, Any]
+
+
+def outcome(block: dict[str, Any]) -> WebOutcome:
+    """What a ``web_search_tool_result`` or ``web_fetch_tool_result`` block found."""
+    content = block.get("content")
+    if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+        code = str(content.get("error_code") or "unknown")
+        return WebOutcome(False, f"The model API's {_tool_of(block)} failed: {code}.", {"error_code": code})
+    if block.get("type") == "web_search_tool_result":
+        found = [{"title": str(item.get("title") or item.get("url") or ""), "url": str(item.get("url") or "")}
+                 for item in content if isinstance(item, dict)] if isinstance(content, list) else []
+        lines = [f"- {one_line(item['title'], 120)} — <{item['url']}>" for item in found]
+        return WebOutcome(True, "\n".join(lines) or "No results.", {"results": found})
+    page = content if isinstance(content, dict) else {}
+    url = str(page.get("url") or "")
+    document = page.get("content")
+    if not isinstance(document, dict):
+        document = {}
+    title = one_line(str(document.get("title") or url), 160)
+    return WebOutcome(True, f"Fetched {title} — <{url}>", {"url": url, "title": title})
+
+
+def _tool_of(block: dict[str, Any]) -> str:
+    return "web fetch" if block.get("type") == "web_fetch_tool_result" else "web search"
