@@ -103,13 +103,6 @@ def calling_for(session_id: str) -> None:
     _CALLER.session_id = session_id
 
 
-class BuiltinMemoryProvider(MemoryProvider):
-    """MEMORY.md and USER.md: always first. Their snapshot, tool and scanning live in ``store`` and the
-    ``memory`` tool; as a provider it has nothing to add, and is there so the order is Hermes's."""
-
-    name = "builtin"
-
-
 @value
 class ProviderInfo:
     """A provider that can be selected with ``memory.provider``."""
@@ -177,7 +170,7 @@ def _load_plugin(folder: Path) -> Callable[[], MemoryProvider]:
     if callable(register):
         return lambda: _checked(register(), folder)
     classes = [item for item in vars(module).values() if inspect.isclass(item) and issubclass(item, MemoryProvider)
-               and item not in (MemoryProvider, BuiltinMemoryProvider) and item.__module__ == module_name]
+               and item is not MemoryProvider and item.__module__ == module_name]
     if len(classes) != 1:
         raise ProviderError(f"{folder}: defines {len(classes)} MemoryProvider subclasses and no "
                             "register_memory_provider(); it needs exactly one of them")

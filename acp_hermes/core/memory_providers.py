@@ -1,5 +1,6 @@
-"""The memory providers of the process: the built-in one first, then at most one external provider
-(``memory.provider``), and every call to them bounded so none can break a turn.
+"""The memory providers of the process: the built-in memory (MEMORY.md and USER.md, always there: its
+snapshot, tool and scanning are ``store`` and the ``memory`` tool), then at most one external provider
+(``memory.provider``), every call to it bounded so none can break a turn.
 
 Providers are plain synchronous Python (as Hermes's are). Each call runs on a daemon thread of its
 own with a time budget: ``prefetch`` (on the turn's path) 300 ms, the prompt block and the
@@ -24,7 +25,6 @@ from typing import Any, TypeVar
 import anyio
 
 from acp_hermes_memory.providers import (
-    BuiltinMemoryProvider,
     MemoryProvider,
     ProviderError,
     calling_for,
@@ -53,7 +53,6 @@ class MemoryProviders:
 
     def __init__(self, external: MemoryProvider | None, *, home: Path, refused: str | None = None,
                  ask: Ask | None = None) -> None:
-        self.builtin = BuiltinMemoryProvider()
         self.external = external
         self._home = home
         self._refused = refused  # why a provider asked for was not used (told to each session once)
@@ -84,10 +83,6 @@ class MemoryProviders:
                                                 "(is_available() said no); `acp-hermes doctor` says more")
         log.info("memory provider %s in use", provider.name)
         return cls(provider, home=home, refused=refused, ask=ask)
-
-    @property
-    def active(self) -> bool:
-        return self.external is not None
 
     # -- calls with a budget
 
@@ -130,9 +125,14 @@ class MemoryProviders:
         def run() -> None:
             calling_for(session_id)
             try:
-                future.set_result(call())
-            except BaseException as error:  # the provider's code: whatever it raises is its failure
-                future.set_exception(error)
+                if not future.set_running_or_notify_cancel():
+                    return  # given up on before it began
+                try:
+                    result = call()
+                except BaseException as error:  # the provider's code: whatever it raises is its failure
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
             finally:
                 self._running[what] -= 1
 
