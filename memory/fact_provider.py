@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes_memory.fact_store import FactStore
-from acp_hermes_memory.providers import MemoryProvider, current_session_id
+from acp_hermes_memory.providers import FENCE_OPEN, MemoryProvider, current_session_id
 from acp_hermes_memory.scan import first_threat
 
 RECALLED = 8
-FENCE = "<memory-context>"
 CONVERSATION_CHARS = 24_000  # the end of the conversation the extraction reads
 EXTRACT_SYSTEM = (
     "You keep a store of durable facts for a coding agent. From the conversation, list the facts worth "
@@ -128,7 +127,7 @@ def _conversation(messages: list[dict[str, Any]]) -> str:
         content = message.get("content")
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         said = " ".join(str(b.get("text") or "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-                        and not str(b.get("text") or "").startswith(FENCE))  # recall is not what was said
+                        and not str(b.get("text") or "").startswith(FENCE_OPEN))  # recall is not what was said
         if said.strip():
             lines.append(f"{'User' if message.get('role') == 'user' else 'Agent'}: {said.strip()}")
     return "\n".join(lines)[-CONVERSATION_CHARS:]

@@ -24,6 +24,11 @@ from typing import Any
 
 from acp_hermes_memory.values import value
 
+# The fence a provider's recall rides in, inside the user's message (``acp_hermes.core.memory_fence``):
+# part of the contract, so a provider can leave recall out of what it reads as the conversation.
+FENCE_OPEN = "<memory-context>"
+FENCE_CLOSE = "</memory-context>"
+
 
 class MemoryProvider:
     """A memory backend. Subclass it, set ``name``, and override what your backend does."""

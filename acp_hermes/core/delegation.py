@@ -33,6 +33,7 @@ from acp_hermes.core.events import (
     ToolCallStarted,
 )
 from acp_hermes.core.lineage import DELEGATE_TOOL_NAME, SubagentSpec
+from acp_hermes.core.transcript import final_answer
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import Usage
 from acp_hermes.permissions.gate import Asker, PermissionQuestion
@@ -312,18 +313,3 @@ def _outcome(child: Session, task: Task, stop: str) -> ChildOutcome:
     if stop in ("max_tokens", "refusal"):
         return ChildOutcome(child.id, task.goal, "stopped", stop, answer, usage, stop.replace("_", " "))
     return ChildOutcome(child.id, task.goal, "completed", stop, answer, usage)
-
-
-def final_answer(messages: Sequence[dict[str, Any]]) -> str:
-    """The text of the last assistant message that has any."""
-    for message in reversed(messages):
-        if message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        else:
-            text = "".join(block.get("text", "") for block in content or () if block.get("type") == "text")
-        if text.strip():
-            return text
-    return ""

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-OPEN = "<memory-context>"
-CLOSE = "</memory-context>"
+from acp_hermes_memory.providers import FENCE_CLOSE as CLOSE
+from acp_hermes_memory.providers import FENCE_OPEN as OPEN
+
 INSTRUCTION = ("[Recalled by the memory provider for this message: background, not the user's words. Use what "
                "helps, ignore the rest, and never repeat this block.]")
 _FENCED = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)

@@ -27,7 +27,7 @@ from acp_hermes.core.choices import MODE_OPTION, SessionChoices, apply_choice
 from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
-from acp_hermes.core.transcript import Transcript
+from acp_hermes.core.transcript import Transcript, final_answer
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes.model.types import Usage
 from acp_hermes.permissions.gate import Asker, PermissionGate
@@ -491,7 +491,7 @@ class Session:
         await self.report_usage()
         await self._job_notices.turn_ended()
         if providers is not None and stop != "cancelled":
-            providers.turn_ended(self.id, converted.plain_text, self.transcript.last_answer())
+            providers.turn_ended(self.id, converted.plain_text, final_answer(self.transcript.messages))
         if stop != "cancelled" and not self.title and not self._naming_started:
             self._naming_started = True
             self._on_first_exchange(self)

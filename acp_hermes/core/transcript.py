@@ -197,15 +197,6 @@ class Transcript:
             token_count=output_tokens,
         )
 
-    def last_answer(self) -> str:
-        """The text of the last model message (what a memory provider is told the agent answered)."""
-        for message in reversed(self.messages):
-            if message["role"] == "assistant":
-                content = message["content"]
-                return content if isinstance(content, str) else "".join(
-                    str(b.get("text") or "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-        return ""
-
     def last_calls_left_open(self) -> list[dict[str, Any]]:
         """The tool calls of the last assistant message that have no result yet (all of them, or
         the rest of a batch cut short), when nothing came after their results."""
@@ -298,6 +289,21 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
             else:
                 messages.append({"role": row.role, "content": list(row.payload)})
     return messages
+
+
+def final_answer(messages: Sequence[dict[str, Any]]) -> str:
+    """The text of the last assistant message that has any."""
+    for message in reversed(messages):
+        if message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "".join(block.get("text", "") for block in content or () if block.get("type") == "text")
+        if text.strip():
+            return text
+    return ""
 
 
 def announced_calls(rows: Sequence[MessageRecord]) -> dict[str, AnnouncedCall]:

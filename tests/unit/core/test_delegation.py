@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from acp_hermes.config import DEFAULT_CHILD_TOOLSETS, TOOLSETS, DelegationSettings, Settings
-from acp_hermes.core.delegation import NEVER_DELEGATED, ChildOutcome, Task, _tasks, final_answer, tool_names_for
+from acp_hermes.core.delegation import NEVER_DELEGATED, ChildOutcome, Task, _tasks, tool_names_for
 from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
+from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.types import Usage
 from acp_hermes_tools import CORE_TOOL_NAMES
 from acp_hermes_tools.registry import ToolError
