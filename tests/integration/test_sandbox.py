@@ -67,9 +67,10 @@ async def test_bypass_runs_ordinary_commands_unasked_but_inside_the_sandbox(
     peek, _ = tool_result(fake_anthropic, "toolu_peek")
     assert "PRIVATE KEY" not in peek and "key=[]" in peek
     assert calls["toolu_sneaky"].status == "failed"
-    if client_terminal:  # the editor's terminal ran the wrapped command line: the filter opened, then bwrap
+    if client_terminal:  # the editor's terminal ran the wrapped command line: a clean environment, then bwrap
         for command, args in client.terminal_commands:
-            assert command == "/bin/sh" and Path(args[4]).name == "bwrap" and "--seccomp" in args
+            assert (command, args[0]) == ("/usr/bin/env", "-i") and "--seccomp" in args
+            assert any(Path(arg).name == "bwrap" for arg in args)
 
 
 @needs_sandbox
