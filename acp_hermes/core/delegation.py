@@ -236,12 +236,15 @@ class Delegation:
     async def run(self) -> ToolResult:
         limiter = anyio.CapacityLimiter(self.parent.settings.delegation.max_concurrent)
         await self._show()
-        async with anyio.create_task_group() as group:
-            for index in range(len(self._tasks)):
-                group.start_soon(self._run_child, index, limiter)
-        if "queued" in self._states:  # cancelled before they began: the card's last title says so
-            self._states = ["cancelled" if state == "queued" else state for state in self._states]
-            await self._show()
+        try:
+            async with anyio.create_task_group() as group:
+                for index in range(len(self._tasks)):
+                    group.start_soon(self._run_child, index, limiter)
+        finally:
+            if "queued" in self._states:  # cancelled before they began: the card's last title says so
+                self._states = ["cancelled" if state == "queued" else state for state in self._states]
+                with anyio.CancelScope(shield=True):
+                    await self._show()
         return self._result()
 
     async def step(self, index: int, text: str, title: str = "") -> None:

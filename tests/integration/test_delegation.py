@@ -538,10 +538,36 @@ async def test_cancelling_the_parent_mid_batch_stops_every_child_and_the_session
         assert final == text
         assert progress[-1] == "0/3 running, 3 done\n" + "\n".join(
             f"{number}. {goal} — cancelled" for number, goal in enumerate(BATCH, 1))
+        assert card_titles(agent, parent, "toolu_cancelled_batch")[-1] == "Subagents 3/3 done, 3 cancelled"
         if subagents:
             check_subagent_wire(agent, parent)
             states = terminal_states(agent, parent)
             assert len(states) == 3 and {s["stopReason"] for s in states.values()} == {"cancelled"}
+
+
+async def test_children_still_waiting_when_the_parent_is_cancelled_end_the_card_as_cancelled(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "delegation:\n  max_concurrent: 1\n")
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in BATCH]}, id="toolu_one_at_a_time"),
+        text_reply("Starting over."),
+    )
+    for goal in BATCH:
+        router.child(goal, slow_child_reply())
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        parent = await agent.new_session()
+        task = PromptTask(agent, parent)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "lint all three modules")
+            await fake_anthropic.wait_for_request_async(2)  # the parent's, then the first child's
+            assert await cancel_and_wait(agent, task) == "cancelled"
+        titles = card_titles(agent, parent, "toolu_one_at_a_time")
+        assert "Subagents 1/3 running" in titles
+        assert titles[-1] == "Subagents 3/3 done, 3 cancelled"  # the two that never started, too
+        assert check_tool_calls(agent, parent)["toolu_one_at_a_time"].status == "failed"
 
 
 def held(release: threading.Event, reply: Reply) -> Callable[[ModelRequest], Reply]:
