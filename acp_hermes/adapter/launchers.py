@@ -29,8 +29,8 @@ from pathlib import Path
 
 from acp_hermes_memory.fs import private_directory
 
-# Reads the script, so the script needs no execute permission (a home mounted noexec) and its path
-# is an argument, which every editor quotes (Toad and Zed run `command` through a shell unquoted).
+# Reads the script, so the script needs no execute permission (a home mounted noexec), and its path
+# is an argument: Toad and Zed put `command` into their shell line as it is, and quote arguments.
 SHELL = "/bin/sh"
 _PLAIN = re.compile(r"[\w@%+=:,./ -]*", re.ASCII)  # shlex's characters that need no quoting, and blanks
 
