@@ -137,7 +137,7 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
     store = skill_store(paths, settings, cwd)
     try:
         skills = store.skills()
-        broken = broken_skills(store)
+        broken = broken_skills(store, skills)
     except (OSError, SkillError) as exc:
         problems.append(f"the skills cannot be loaded: {exc}")
         return
