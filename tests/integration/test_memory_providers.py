@@ -145,14 +145,26 @@ def test_the_cli_lists_the_providers_and_which_is_selected(tmp_path: Path) -> No
     install(home)
     plugin(home, "broken", "raise ImportError('missing client library')\n")
     listed = run_cli("memory", "providers", "--json", home=home)
-    assert listed.returncode == 0, listed.stderr
+    assert listed.returncode == 1, listed.stderr  # a plugin there that cannot be loaded: something to fix
     states = {state["name"]: state for state in json.loads(listed.stdout)}
     assert states["builtin"]["available"] is True
     assert states["notebook"] == {"name": "notebook", "source": str(home / "plugins" / "notebook"),
                                   "available": True, "selected": True, "detail": ""}
-    assert "broken" not in states  # a plugin that cannot be loaded is not offered
+    assert states["broken"] == {"name": "broken", "source": str(home / "plugins" / "broken"), "available": None,
+                                "selected": False, "detail": "ImportError: missing client library"}
+    shown = run_cli("memory", "providers", home=home)
+    assert shown.returncode == 1
+    assert f"  broken: cannot be loaded ({home / 'plugins' / 'broken'}) — ImportError: missing client library" in (
+        shown.stdout.splitlines())
     doctor = run_cli("doctor", home=home)
     assert "memory provider: notebook" in doctor.stdout and ": available" in doctor.stdout
+
+    shutil.rmtree(home / "plugins" / "broken")
+    assert run_cli("memory", "providers", home=home).returncode == 0  # every provider loads, the selected works
+    write_config(home, "memory:\n  provider: nowhere\n")
+    missing = run_cli("memory", "providers", home=home)
+    assert missing.returncode == 1
+    assert "* nowhere: cannot be loaded (not found) — no memory provider named 'nowhere'" in missing.stdout
 
 
 async def test_the_facts_provider_recalls_a_fact_from_an_earlier_session_in_a_new_process(
