@@ -34,7 +34,7 @@ _LETTERS = {"i": "[il1|]", "l": "[il1|]", "o": "[o0]"}  # letters a digit or a s
 ATTRIBUTE_CHARS = 300
 
 
-def framed(name: str, text: str, **attributes: str) -> str:
+def framed(name: str, text: str, /, **attributes: str) -> str:
     """``<name key="value">``, ``text`` unable to close it, ``</name>``; values one line, escaped."""
     shown = "".join(f' {key}="{html.escape(one_line(neutralised(value, name), ATTRIBUTE_CHARS))}"'
                     for key, value in attributes.items())
