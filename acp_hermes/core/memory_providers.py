@@ -96,8 +96,8 @@ class MemoryProviders:
             self._refuse(f"memory provider `{self._name}` is not available here (is_available() said no); "
                          "`acp-hermes doctor` says more")
             return
-        log.info("memory provider %s in use", provider.name)
         self._loading.set_result(provider)
+        log.info("memory provider %s in use", provider.name)
 
     def _refuse(self, problem: str) -> None:
         assert self._loading is not None
