@@ -372,10 +372,11 @@ class AgentLoop:
         await self._sink.emit(ToolCallStarted(event.id, event.name, shown.title, shown.kind, event.input))
 
     async def _finish_server(self, block: dict[str, Any]) -> None:
-        record = self._server_open.pop(str(block.get("tool_use_id")), None)
-        if record is None:
+        call_id = str(block.get("tool_use_id"))
+        if call_id not in self._server_open:
             return  # a result for a call this turn never saw begin: nothing to close
-        found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page
+        found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
+        record = self._server_open.pop(call_id)
         if found.threats:  # the API's block goes back as it came: the warning rides with the next tool result
             self.result.unsent_warnings.append(model_warning(record.call.name, record.title, found.threats))
         await self._end_server_call(record, found.ok, found.text, found.raw_output)
