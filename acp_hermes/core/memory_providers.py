@@ -119,12 +119,9 @@ class MemoryProviders:
         return self.external
 
     async def _loaded_soon(self) -> MemoryProvider | None:
-        """The external provider, awaited until the load's budget is spent."""
-        loading = self._loading
-        if loading is not None and not loading.done():
-            with anyio.move_on_after(max(0.0, self._load_deadline - time.monotonic())), \
-                    contextlib.suppress(ProviderError):  # a failed load is read below
-                await asyncio.shield(asyncio.wrap_future(loading))
+        """The external provider, awaited until the load's budget is spent (a cancel stops the wait)."""
+        if self._loading is not None and not self._loading.done():
+            return await anyio.to_thread.run_sync(self._loaded, abandon_on_cancel=True)
         return self.external
 
     def _not_loaded(self) -> str | None:
