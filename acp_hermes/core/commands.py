@@ -422,8 +422,9 @@ async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[Pr
         view = await anyio.to_thread.run_sync(store.view, name)
     except SkillError:
         return None  # not a skill: the word goes to the model as written
-    body = guard_context_text(f"skill {name}", view.text)
+    from acp_hermes_memory.frames import framed
+
+    body = framed("skill", guard_context_text(f"skill {name}", view.text), name=view.info.qualified_name)
     loaded = (f"[The user ran the skill `{view.info.qualified_name}`. Follow its instructions for the request "
-              f"after them.]\n\n<skill name=\"{view.info.qualified_name}\">\n{body}\n</skill>\n\n"
-              f"{request.strip() or 'Run the skill.'}")
+              f"after them.]\n\n{body}\n\n{request.strip() or 'Run the skill.'}")
     return [TextPart(loaded), *parts[1:]]
