@@ -108,6 +108,9 @@ async def review_proposal(tmp_path: Path, fake: FakeAnthropic) -> tuple[EditorCl
         assert await agent.prompt(sid, "I like tabs") == "end_turn"  # the second user turn: a memory review
         await agent.wait_for(lambda: any(u["toolCallId"] == "toolu_rev" and u.get("status") == "failed"
                                          for u in agent.updates(sid, "tool_call_update")))  # held
+        held = next(u for u in agent.updates(sid, "tool_call_update") if u["toolCallId"] == "toolu_rev")
+        shown = " ".join(c["content"]["text"] for c in held["content"] if c["type"] == "content")
+        assert "Held for your approval" in shown and "Do not retry" not in shown  # the user's words, not the model's
         assert await agent.prompt(sid, "go on") == "end_turn"  # the proposal is put first
     return client, ["Proposed by a review"]
 
