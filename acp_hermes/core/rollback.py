@@ -170,13 +170,13 @@ def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewin
     lines = []
     left = [f.path for f in files if f not in chosen]
     if left:
-        lines.append(f"Left as {'it is' if len(left) == 1 else 'they are'} (you changed "
-                     f"{'it' if len(left) == 1 else 'them'} after the agent did): {_names(tuple(left))}. "
-                     f"`{command} --include-edited` restores {_pronoun(left)} too.")
+        lines.append(f"Left as {'it is' if len(left) == 1 else 'they are'} (you changed {_pronoun(left)} after "
+                     f"the agent did): {_names(tuple(left))}. `{command} --include-edited` restores {_pronoun(left)} "
+                     "too.")
     mine = [f.path for f in chosen if f.edited]
     if mine:
         lines.append(f"Your own later changes to {_names(tuple(mine))} are replaced too (you asked for "
-                     f"{'it' if len(mine) == 1 else 'them'}).")
+                     f"{_pronoun(mine)}).")
     if rewind:
         lines.append("The conversation is rewound to just before that checkpoint's turn as well.")
     elif can_rewind:

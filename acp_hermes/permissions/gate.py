@@ -54,16 +54,11 @@ CANCELLED = "cancelled"
 
 @value
 class PermissionOption:
-    """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)
-    unless ``kind`` names it (an answer of a question with more than one way to allow)."""
+    """One answer the user may give; ``option_id`` is also its kind (once or always, allow or reject),
+    so a question has one way to allow once: what it allows is said in its label and display."""
 
     option_id: str
     label: str
-    kind: str = ""
-
-    @property
-    def option_kind(self) -> str:
-        return self.kind or self.option_id
 
 
 @value
@@ -78,7 +73,7 @@ class PermissionQuestion:
     options: tuple[PermissionOption, ...]
 
     def __post_init__(self) -> None:
-        kinds = [option.option_kind for option in self.options]
+        kinds = [option.option_id for option in self.options]
         twice = sorted({kind for kind in kinds if kinds.count(kind) > 1})
         if twice:
             raise ValueError(f"a permission question offers more than one option of kind {', '.join(twice)}")

@@ -206,8 +206,8 @@ def test_a_question_with_two_options_of_one_kind_cannot_be_made() -> None:
     PermissionQuestion("c", "t", "edit", (), (PermissionOption("allow_once", "Allow"),
                                               PermissionOption("reject_once", "Reject")))
     with pytest.raises(ValueError, match="more than one option of kind allow_once"):
-        PermissionQuestion("c", "t", "edit", (), (PermissionOption("restore", "Restore", "allow_once"),
-                                                  PermissionOption("restore_all", "Restore all", "allow_once"),
+        PermissionQuestion("c", "t", "edit", (), (PermissionOption("allow_once", "Restore"),
+                                                  PermissionOption("allow_once", "Restore all"),
                                                   PermissionOption("reject_once", "Reject")))
 
 
@@ -226,7 +226,7 @@ async def test_a_restore_asks_one_question_restore_or_keep(setup: Setup, answer:
             await gate.authorize_restore(setup.context(gate), changes, "Restore 1 file", (TextDisplay("diff"),))
         assert refused.value.shown == shown
     [question] = asker(gate).questions
-    assert [(o.option_kind, o.label) for o in question.options] == [
+    assert [(o.option_id, o.label) for o in question.options] == [
         ("allow_once", "Restore 1 file"), ("reject_once", "Keep things as they are")]
     requested = setup.gate("default", "reject_once")  # the client asked for this restore: no question
     await requested.authorize_restore(setup.context(requested), changes, "Restore 1 file", (), requested=True)
