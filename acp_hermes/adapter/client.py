@@ -202,7 +202,7 @@ class PermissionRequests:
             "sessionId": self._session_id,
             "toolCall": self.tool_call(question),
             "options": [
-                {"optionId": option.option_id, "name": option.label, "kind": option.option_kind}
+                {"optionId": option.option_id, "name": option.label, "kind": option.option_id}
                 for option in question.options
             ],
         }

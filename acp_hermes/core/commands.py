@@ -140,7 +140,7 @@ async def _budget_lines(session: Session) -> list[str]:
     if not session.busy:  # between turns the meter is the SessionDB's figure (reviews and titles included)
         await session.refresh_spend()
     priced = price_of(session.choices.model, session.settings) is not None
-    return ["**Budget**", *session.budget.describe(priced)]
+    return ["**Budget**", *session.budget.describe(priced, running=session.busy)]
 
 
 BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets this session's limit, `/budget turn "
@@ -149,18 +149,23 @@ BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets 
 
 
 async def _budget(session: Session, arg: str) -> CommandReply:
-    from acp_hermes.core.budget import parse_limit
+    from acp_hermes.core.budget import LIMIT_NAMES, LimitName, parse_limit
 
     words = arg.split()
+    changed: tuple[LimitName, ...] = ()
     if words == ["reset"]:
         session.set_budget("", None, reset=True)
+        changed = LIMIT_NAMES
     elif words:
         try:
             name, limit = parse_limit(words)
         except ValueError as problem:
             return CommandReply(f"Not understood: {problem}. {BUDGET_USAGE}")
         session.set_budget(name, limit)
-    return CommandReply("\n".join(await _budget_lines(session)) + f"\n\n{BUDGET_USAGE}")
+        changed = (name,)
+    lines = await _budget_lines(session)  # the meter brought up to date first: a warning reads the same figures
+    warnings = [warning for name in changed if (warning := session.budget.already_spent(name, running=session.busy))]
+    return CommandReply("\n\n".join(["\n".join(lines), *warnings, BUDGET_USAGE]))
 
 
 async def _steer(session: Session, arg: str) -> CommandReply:
@@ -342,8 +347,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
                      "optional: what to stress", _init),
         SlashCommand("rollback", "List checkpoints, or restore the files the agent changed since one (and the "
-                     "conversation, if you choose).", "optional: checkpoint number [path] [--conversation]",
-                     _rollback),
+                     "conversation, if you choose).",
+                     "optional: checkpoint number [path] [--conversation] [--include-edited]", _rollback),
     )
 }
 

@@ -466,6 +466,7 @@ class Session:
             pending_notes=self._job_notices.pending_notes,
             controls=TurnControls(steering=self.steering if own_turn else None,
                                   stop_before_request=self.budget.exceeded, spent=self._spent,
+                                  passed_at_end=self.budget.passed if own_turn else None,
                                   web=self.web if own_turn else None, scrub_fences=providers is not None,
                                   tool_finished=self._tool_finished if providers is not None else None),
         )
@@ -552,7 +553,7 @@ class Session:
         import uuid
 
         from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
-        from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied
+        from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied, TextDisplay
 
         call_id = f"export-{uuid.uuid4()}"
         title = f"Export the conversation to {path.name}"
@@ -563,9 +564,9 @@ class Session:
         try:
             await ctx.authorize_edits([FileChange(path, old, text)])
             await ctx.write_text(path, text)
-        except PermissionDenied as refused:
-            await self._sink.emit(ToolCallFinished(call_id, "failed"))
-            return str(refused)
+        except PermissionDenied as refused:  # the user reads their own words, not the model's
+            await self._sink.emit(ToolCallFinished(call_id, "failed", (TextDisplay(refused.shown),)))
+            return refused.shown
         await self._sink.emit(ToolCallFinished(call_id, "completed", (DiffDisplay(str(path), old, text),)))
         return f"Exported the conversation to `{path}`."
 

@@ -36,20 +36,27 @@ pytestmark = [
 ]
 
 
-def answering(rollback_choice: str | None) -> PermissionPolicy:
-    """Allow every tool call once; answer a rollback's question with ``rollback_choice`` (None: reject)."""
+def is_rollback(tool_call: dict[str, Any]) -> bool:
+    return str(tool_call.get("title", "")).startswith("Roll back to checkpoint")
+
+
+def answering(restore: bool) -> PermissionPolicy:
+    """Allow every tool call once; answer a rollback's question by the kind of option: allow or reject."""
 
     def policy(tool_call: dict[str, Any], options: list[dict[str, Any]]) -> str | None:
-        ids = [option["optionId"] for option in options]
-        if "restore" in ids:
-            return rollback_choice if rollback_choice is not None else "reject_once"
-        return next(option["optionId"] for option in options if option["kind"] == "allow_once")
+        kind = "allow_once" if restore or not is_rollback(tool_call) else "reject_once"
+        return next(option["optionId"] for option in options if option["kind"] == kind)
 
     return policy
 
 
 def rollback_questions(client: EditorClient) -> list[dict[str, Any]]:
-    return [q for q in client.permission_requests if any(o["optionId"] == "restore" for o in q["options"])]
+    return [q for q in client.permission_requests if is_rollback(q["toolCall"])]
+
+
+def question_text(question: dict[str, Any]) -> str:
+    """The question's words besides its diffs."""
+    return "\n".join(c["content"]["text"] for c in question["toolCall"]["content"] if c["type"] == "content")
 
 
 def replies(agent: AgentProcess, sid: str) -> str:
@@ -77,7 +84,7 @@ async def edit_twice(agent: AgentProcess, fake: FakeAnthropic) -> str:
 
 async def test_rollback_lists_then_restores_after_a_question_with_the_diffs(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await edit_twice(agent, fake_anthropic)
         await agent.prompt(sid, "/rollback")
@@ -91,41 +98,63 @@ async def test_rollback_lists_then_restores_after_a_question_with_the_diffs(
     assert (ws / "a.txt").read_text() == "one\n"
     assert not (ws / "new.txt").exists()
     [question] = rollback_questions(client)
-    assert [o["optionId"] for o in question["options"]] == ["restore", "restore_and_rewind", "reject_once"]
+    # One way to allow, one to keep things as they are: a client that shows only kinds shows two different answers.
+    assert [(o["kind"], o["name"]) for o in question["options"]] == [
+        ("allow_once", "Restore 2 files"), ("reject_once", "Keep things as they are")]
+    # What the flags would add is said in the question, not offered as more ways to allow.
+    said = question_text(question)
+    assert "`/rollback 1 --conversation` also rewinds it" in said and "--include-edited" not in said
+    assert "`/rollback 3` undoes this" in said
     diffs = {Path(c["path"]).name: c for c in question["toolCall"]["content"] if c["type"] == "diff"}
     assert diffs["a.txt"]["oldText"] == "three\n" and diffs["a.txt"]["newText"] == "one\n"
     assert diffs["new.txt"]["oldText"] == "new\n" and diffs["new.txt"]["newText"] == ""  # a deletion
     rollback_call = next(c for c in calls.values() if c.announced["title"].startswith("Roll back to checkpoint 1"))
     assert rollback_call.announced["kind"] == "edit" and rollback_call.final["status"] == "completed"
     assert rollback_call.permission_requests  # the question named the call the editor shows
-    assert "Restored 2 file(s) to checkpoint 1" in replies(agent, sid)
+    reply = replies(agent, sid)
+    assert "Restored 1 file to checkpoint 1: `a.txt`." in reply
+    assert "Deleted 1 file that did not exist at checkpoint 1: `new.txt`." in reply
+    assert "(s)" not in reply and "Restored 0" not in reply
 
 
-async def test_a_rejected_rollback_changes_nothing(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    client = EditorClient(policy=answering(None))
+async def test_a_rejected_rollback_changes_nothing_and_says_so_to_the_user(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    client = EditorClient(policy=answering(False))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await edit_twice(agent, fake_anthropic)
+        before = len(replies(agent, sid))
         await agent.prompt(sid, "/rollback 1")
+        declined = replies(agent, sid)[before:]
         await agent.prompt(sid, "/rollback")
-        check_tool_calls(agent, sid)
+        calls = check_tool_calls(agent, sid)
     assert (agent.workspace / "a.txt").read_text() == "three\n"
-    assert "Rollback not done" in replies(agent, sid)
+    assert declined.strip() == "Nothing was restored: you chose to keep things as they are."
+    rollback_call = next(c for c in calls.values() if c.announced["title"].startswith("Roll back to checkpoint 1"))
+    shown = " ".join(c["content"]["text"] for c in rollback_call.final["content"] if c["type"] == "content")
+    assert "you chose to keep things as they are" in shown
+    for text in (declined, shown):  # words for the model never reach the user
+        assert "Do not retry" not in text and "The user declined" not in text and "ask the user" not in text
     assert "3. " not in replies(agent, sid)  # the restore's own checkpoint was dropped with it
 
 
 async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_rolls_back(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await edit_twice(agent, fake_anthropic)
         ws = agent.workspace
         (ws / "new.txt").write_text("mine now\n")  # the user's own edit after the agent wrote it
         await agent.prompt(sid, "/rollback 1")
         [question] = rollback_questions(client)
-        assert "restore_all" in [o["optionId"] for o in question["options"]]
+        # The default answer (the one allow option, which a client's key may run) keeps the user's edit.
+        assert [(o["kind"], o["name"]) for o in question["options"]] == [
+            ("allow_once", "Restore 1 file"), ("reject_once", "Keep things as they are")]
+        said = question_text(question)
+        assert "`new.txt`" in said and "`/rollback 1 --include-edited` restores it too" in said
+        assert [Path(c["path"]).name for c in question["toolCall"]["content"] if c["type"] == "diff"] == ["a.txt"]
         assert (ws / "a.txt").read_text() == "one\n"
         assert (ws / "new.txt").read_text() == "mine now\n"
-        assert "Left 1 file(s) you edited as they are: `new.txt`" in replies(agent, sid)
+        assert "Kept 1 file you edited after the agent did: `new.txt`" in replies(agent, sid)
 
         await agent.prompt(sid, "/rollback 1 new.txt")  # chosen by name: restored (here: deleted)
         assert not (ws / "new.txt").exists()
@@ -136,12 +165,67 @@ async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_
     assert (ws / "new.txt").read_text() == "mine now\n"
 
 
-async def test_conversation_rewind_keeps_history_valid_and_load_replays_the_rewound_conversation(
+async def test_the_list_names_only_files_that_differ_from_their_checkpoint(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    client = EditorClient(policy=answering("restore_and_rewind"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await edit_twice(agent, fake_anthropic)
-        await agent.prompt(sid, "/rollback 2")
+        ws = agent.workspace
+
+        async def listed() -> dict[str, str]:
+            before = len(replies(agent, sid))
+            await agent.prompt(sid, "/rollback")
+            lines = replies(agent, sid)[before:].splitlines()
+            return {line.split(". ")[0]: line for line in lines if line[:1].isdigit()}
+
+        (ws / "a.txt").write_text("one\n")  # put back by hand: as it was at checkpoint 1, not at 2
+        lines = await listed()
+        assert lines["1"].endswith("changed since: `new.txt`")
+        assert lines["2"].endswith("changed since: `a.txt`")
+        (ws / "new.txt").unlink()
+        lines = await listed()
+        assert lines["1"].endswith("nothing to restore") and "changed since" not in lines["1"]
+        before = len(replies(agent, sid))
+        await agent.prompt(sid, "/rollback 1")
+        assert replies(agent, sid)[before:].strip() == (
+            "Nothing to restore: what the agent changed since checkpoint 1 is as it was then.")
+        assert not rollback_questions(client)
+        check_tool_calls(agent, sid)
+
+
+async def test_only_the_users_own_edits_left_is_nothing_to_restore_unless_included(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    client = EditorClient(policy=answering(True))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await edit_twice(agent, fake_anthropic)
+        ws = agent.workspace
+        (ws / "a.txt").write_text("my a\n")
+        (ws / "new.txt").write_text("my new\n")
+        before = len(replies(agent, sid))
+        await agent.prompt(sid, "/rollback 1")
+        assert replies(agent, sid)[before:].strip() == (
+            "Nothing to restore but your own edits: you changed `a.txt`, `new.txt` after the agent did "
+            "(`/rollback 1 --include-edited` restores them too).")
+        assert not rollback_questions(client) and (ws / "a.txt").read_text() == "my a\n"
+
+        await agent.prompt(sid, "/rollback 1 --include-edited")  # asked for by name: the question says so
+        [question] = rollback_questions(client)
+        assert [o["name"] for o in question["options"]] == ["Restore 2 files", "Keep things as they are"]
+        assert "Your own later changes to `a.txt`, `new.txt` are replaced too" in question_text(question)
+        check_tool_calls(agent, sid)
+    assert (ws / "a.txt").read_text() == "one\n" and not (ws / "new.txt").exists()
+
+
+async def test_conversation_rewind_keeps_history_valid_and_load_replays_the_rewound_conversation(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    client = EditorClient(policy=answering(True))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await edit_twice(agent, fake_anthropic)
+        await agent.prompt(sid, "/rollback 2 --conversation")
+        [question] = rollback_questions(client)
+        assert [o["name"] for o in question["options"]] == [
+            "Restore 1 file and rewind the conversation", "Keep things as they are"]
+        assert "The conversation is rewound to just before that checkpoint's turn as well" in question_text(question)
         assert (agent.workspace / "a.txt").read_text() == "two\n"
         assert "The conversation is rewound" in replies(agent, sid)
         fake_anthropic.script(text_reply("after the rewind"))
@@ -167,7 +251,7 @@ async def test_conversation_rewind_keeps_history_valid_and_load_replays_the_rewo
 
 async def test_rewind_extension_lists_points_and_rewinds_files_and_conversation(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         init = next(m for m in agent.sent() if isinstance(m.get("result"), dict)
                     and "agentCapabilities" in m["result"])
@@ -242,7 +326,7 @@ async def test_a_workspace_that_is_a_git_repository_is_left_untouched(
         text_reply("done"),
     )
     fake_anthropic.script_auxiliary(text_reply("Git"))
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client, workspace=ws) as agent:
         before = _repository_state(ws)
         sid = await agent.new_session()
@@ -280,7 +364,7 @@ async def test_a_read_only_command_takes_no_checkpoint_and_a_writing_one_does(
         text_reply("made"),
     )
     fake_anthropic.script_auxiliary(text_reply("Commands"))
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await agent.new_session()
         await agent.prompt(sid, "look")
@@ -305,7 +389,7 @@ async def test_a_delegated_childs_first_change_is_checkpointed_as_its_parents_tu
     )
     fake_anthropic.script(*router.items())
     fake_anthropic.script_auxiliary(text_reply("Delegated"))
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "have a helper write it") == "end_turn"
@@ -332,7 +416,7 @@ async def test_killed_during_a_restore_each_file_is_before_or_after_and_the_next
     for i in range(1, count + 1):
         (ws / f"f{i}.txt").write_text("old\n")
     stores = Paths(tmp_path / "hermes-home").checkpoints
-    client = EditorClient(policy=answering("restore"))
+    client = EditorClient(policy=answering(True))
     async with running_agent(tmp_path, fake_anthropic, client=client, workspace=ws) as agent:
         sid = await agent.new_session()
         await agent.prompt(sid, "rewrite them")

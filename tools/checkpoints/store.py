@@ -168,6 +168,10 @@ class CheckpointStore:
                     found[path] = FileState(blob, mode)
         return found
 
+    def states_now(self, paths: Iterable[str]) -> dict[str, FileState]:
+        """What each path of the workspace is now, as a snapshot would record it (no git, no lock: read only)."""
+        return {path: importer.state_now(self.workspace, path, self.max_file_bytes) for path in paths}
+
     def read(self, blob: str) -> bytes:
         _check_revision(blob)
         with self._locked() as git:

@@ -85,6 +85,22 @@ def test_snapshots_record_the_workspace_and_changes_compare_two(workspace: Path,
     assert store.snapshots(f"{REF}/")[0] == first
 
 
+def test_states_now_are_what_a_snapshot_would_record_without_taking_one(workspace: Path, tmp_path: Path) -> None:
+    store = store_for(tmp_path)
+    put(workspace / "run.sh", "#!/bin/sh\n").chmod(0o755)
+    (workspace / "link").symlink_to("README.md")
+    (workspace / "big.bin").write_bytes(b"x" * 100)
+    snapshot = store.snapshot(f"{REF}/1", {})
+    paths = ["README.md", "run.sh", "link", "src", "missing.txt"]
+    assert store.states_now(paths) == store.states(snapshot.commit, paths)
+    assert store.states_now(["src", "missing.txt"]) == {"src": ABSENT, "missing.txt": ABSENT}
+    (workspace / "README.md").write_text("changed\n")
+    assert store.states_now(["README.md"]) != store.states(snapshot.commit, ["README.md"])
+    small = store_for(tmp_path, max_file_bytes=10)  # too big to keep: no snapshot would hold it either
+    assert small.states_now(["big.bin"]) == {"big.bin": ABSENT}
+    assert store.snapshots() == [snapshot]  # nothing was written
+
+
 def test_a_snapshot_with_nothing_changed_has_the_same_tree(workspace: Path, tmp_path: Path) -> None:
     store = store_for(tmp_path)
     first = store.snapshot(f"{REF}/0001", {})
