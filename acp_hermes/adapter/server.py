@@ -422,7 +422,7 @@ class HermesAgent:
         if method == steering.METHOD:
             return await steering.steer(session, params, self._start_turn)
         if method == rewind.POINTS_METHOD:
-            return await rewind.points(session)
+            return await rewind.points(session, params)
         return await rewind.rewind_to(session, params)
 
     def _start_turn(self, session: Session, parts: Sequence[PromptPart]) -> None:
