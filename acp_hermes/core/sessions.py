@@ -33,7 +33,13 @@ from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionN
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import Transcript, announced_calls, history_from_rows, restored_context
+from acp_hermes.core.transcript import (
+    Transcript,
+    announced_calls,
+    history_from_rows,
+    newest_row,
+    restored_context,
+)
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -342,7 +348,8 @@ class SessionManager:
         segments = db.segments(record.id) if rows else [record]
         current = segments[-1]
         later = [db.messages(segment.id) for segment in segments[1:]]
-        transcript = Transcript(current.id, db, history_from_rows(later[-1] if later else rows))
+        read = later[-1] if later else rows
+        transcript = Transcript(current.id, db, history_from_rows(read), synced_to=newest_row(read))
         left_open = transcript.last_calls_left_open()
         if left_open:  # the process that ran them was killed, or the editor quit mid-turn
             transcript.close_interrupted(left_open, announced_calls(later[-1] if later else rows))
