@@ -130,8 +130,9 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     raw_output: dict[str, Any] = {"before_tokens": before, "after_tokens": after, "summary": summary}
     if warning:
         raw_output["warning"] = warning
-    stored = await anyio.to_thread.run_sync(_store_segment, target, history, system_prompt, card, shown[0].text,
-                                            raw_output)
+    read = (target.transcript.synced_to, frozenset(target.transcript.own_rows))  # here: appends change them
+    stored = await anyio.to_thread.run_sync(_store_segment, target, read, history, system_prompt, card,
+                                            shown[0].text, raw_output)
     if stored is None:
         return await _adopt(target, card, before)
     segment, rows = stored
@@ -204,13 +205,13 @@ async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> No
                           make_context=target.make_context, transcript=target.transcript)
 
 
-def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], system_prompt: str,
-                   card: str, card_text: str, raw_output: dict[str, Any]) -> tuple[str, list[MessageRecord]] | None:
+def _store_segment(target: CompactionTarget, read: tuple[int, frozenset[int]], history: Sequence[dict[str, Any]],
+                   system_prompt: str, card: str, card_text: str,
+                   raw_output: dict[str, Any]) -> tuple[str, list[MessageRecord]] | None:
     """The continuation segment, stored with the end of the old one in one transaction: the card
     (replayed), the kept history (carried, not replayed) and whatever another process stored in the old
-    segment since this one read it (carried too). Its id and rows; None when another process compacted
-    the old segment first."""
-    transcript = target.transcript
+    segment since this one read it (carried too: ``read`` is the transcript's ``synced_to`` and
+    ``own_rows``). Its id and rows; None when another process compacted the old segment first."""
     shown = ToolOutcome(call_id=card, name=CARD_TOOL, title="Compacting conversation", kind="other", raw_input={},
                         text=card_text, ok=True, display=(TextDisplay(card_text),), locations=(),
                         raw_output=raw_output)
@@ -220,6 +221,7 @@ def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], 
         messages.append(NewMessage(message["role"], "", payload=content if isinstance(content, list) else
                                    [{"type": "text", "text": content}], display={"carried": True}))
     segment = str(uuid.uuid4())
-    rows = target.db.continue_segment(transcript.session_id, segment, system_prompt=system_prompt, messages=messages,
-                                      read_up_to=transcript.synced_to, own=transcript.own_rows)
+    read_up_to, own = read
+    rows = target.db.continue_segment(target.transcript.session_id, segment, system_prompt=system_prompt,
+                                      messages=messages, read_up_to=read_up_to, own=own)
     return None if rows is None else (segment, rows)
