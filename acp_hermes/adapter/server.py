@@ -59,6 +59,7 @@ AUTH_METHOD_KEY = "anthropic-api-key"
 SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
 SKILLS_POLL_SECONDS = 3.0  # how soon an idle session's / menu shows a skill changed elsewhere
 AUTH_METHOD_SETUP = "acp-hermes-setup"
+FOLLOWS_THE_PARENT = "its mode, model and thinking follow its parent's; change them there"
 
 
 class HermesAgent:
@@ -138,8 +139,9 @@ class HermesAgent:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task failed", exc_info=task.exception())
 
-    async def _session(self, session_id: str) -> Session:
-        return await self.manager.get(session_id)  # waits while it is being built
+    async def _session(self, session_id: str, instead: str) -> Session:
+        """The session a request drives, once it is ready; a subagent's is refused, saying ``instead``."""
+        return await self.manager.get_for_client(session_id, instead)
 
     def _settings(self) -> Settings:
         return self.runtime.settings
@@ -375,7 +377,7 @@ class HermesAgent:
 
     @translated
     async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> dict[str, Any]:
-        session = await self._session(session_id)
+        session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(config_id, value)
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
@@ -384,7 +386,7 @@ class HermesAgent:
 
     @translated
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
-        session = await self._session(session_id)
+        session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(MODE_OPTION, mode_id)
         self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
                                                  "configOptions": config_options(session.choices, self._settings())}))
@@ -394,7 +396,7 @@ class HermesAgent:
 
     @translated
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
-        session = await self._session(session_id)
+        session = await self._session(session_id, "it takes no prompts; prompt its parent")
         blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
@@ -421,11 +423,12 @@ class HermesAgent:
             from acp import RequestError
 
             raise RequestError.method_not_found(f"_{method}")
-        session = await self._session(rewind.session_id_of(params))
+        instead = "steer its parent" if method == steering.METHOD else "rewind its parent"
+        session = await self._session(rewind.session_id_of(params), instead)
         if method == steering.METHOD:
             return await steering.steer(session, params, self._start_turn)
         if method == rewind.POINTS_METHOD:
-            return await rewind.points(session)
+            return await rewind.points(session, params)
         return await rewind.rewind_to(session, params)
 
     def _start_turn(self, session: Session, parts: Sequence[PromptPart]) -> None:

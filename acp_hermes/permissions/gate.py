@@ -83,7 +83,8 @@ class Asker(Protocol):
     """Puts a permission question to the user."""
 
     async def ask(self, question: PermissionQuestion) -> str:
-        """The chosen option id, or ``"cancelled"``."""
+        """The chosen option id, or ``"cancelled"``; ``PermissionDenied`` with the reason when no answer
+        could be had (the editor failed the question)."""
         ...
 
 

@@ -21,12 +21,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import RequestError
 
 from acp_hermes.config import Paths
 from acp_hermes_memory.session_db import SessionDB
-from tests.support.acp_harness import AgentProcess, EditorClient, PermissionPolicy, running_agent, text_block
+from tests.support.acp_harness import (
+    AgentProcess,
+    EditorClient,
+    PermissionPolicy,
+    PromptTask,
+    running_agent,
+    text_block,
+)
 from tests.support.fake_anthropic import DelegationRouter, FakeAnthropic, text_reply, texts_of, tool_reply
 from tests.support.tool_checks import check_tool_calls
 
@@ -295,6 +303,75 @@ async def test_rewind_extension_lists_points_and_rewinds_files_and_conversation(
         assert unknown.value.code == -32602 and "not a prompt" in str(unknown.value.data)
         check_tool_calls(agent, sid)
     assert not rollback_questions(client)  # the client asked for it: no question
+
+
+WRONG_REWINDS = [  # (a field of _session/rewind set wrong, the value) -> refused naming that field
+    ("dryRun", "yes"), ("dryRun", 1), ("includeEdited", "true"), ("interruptIfRunning", "no"), ("mode", 5),
+    ("mode", "everything"), ("beforeMessage", "user-1"), ("beforeMessage.messageId", 7),
+    ("beforeMessage.messageFingerprint", ["sha256:0"]), ("beforeMessage.messageOccurrence", True),
+    ("beforeMessage.messageOccurrence", "1"), ("beforeMessage.messageOccurrence", 0), ("_meta", "x"),
+]
+
+
+async def test_a_rewind_with_a_wrong_type_anywhere_is_refused_and_changes_nothing(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """Each malformed param of ``_session/rewind`` (a ``dryRun`` of "yes" above all: it must never be read
+    as "not a dry run") is -32602 naming the field, and nothing changes: files, history, the rewind points,
+    a running turn (a malformed ``interruptIfRunning`` cancels nothing). ``_session/rewind_points`` too."""
+    release = threading.Event()
+
+    def held_reply(request: Any) -> Any:
+        release.wait(timeout=15)
+        return text_reply("third done")
+
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await edit_twice(agent, fake_anthropic)
+        points = (await agent.conn.ext_method("session/rewind_points", {"sessionId": sid}))["points"]
+        second = points[1]
+        calls_before = len(agent.updates(sid, "tool_call"))
+        for field, value in WRONG_REWINDS:
+            params: dict[str, Any] = {"sessionId": sid, "beforeMessage": {"messageId": second["messageId"]},
+                                      "mode": "both"}
+            if field.startswith("beforeMessage."):
+                params["beforeMessage"][field.split(".")[1]] = value
+            else:
+                params[field] = value
+            with pytest.raises(RequestError) as refused:
+                await agent.conn.ext_method("session/rewind", params)
+            assert refused.value.code == -32602, field
+            assert str(refused.value.data["details"]).startswith(f"{field}: "), refused.value.data
+        for params in ({"sessionId": sid, "_meta": 5}, {"sessionId": 5}):
+            with pytest.raises(RequestError) as refused:
+                await agent.conn.ext_method("session/rewind_points", params)
+            assert refused.value.code == -32602
+
+        assert (agent.workspace / "a.txt").read_text() == "three\n" and (agent.workspace / "new.txt").exists()
+        assert (await agent.conn.ext_method("session/rewind_points", {"sessionId": sid}))["points"] == points
+        assert len(agent.updates(sid, "tool_call")) == calls_before  # no restore was shown
+
+        # A running turn: a malformed interruptIfRunning (and dryRun) is refused, and the turn goes on.
+        fake_anthropic.script(held_reply)
+        await agent.wait_for_update(sid, "session_info_update")  # the title's request is in: the next is the turn's
+        task = PromptTask(agent, sid)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(task.run, "third ask")
+                await fake_anthropic.wait_for_request_async(len(fake_anthropic.requests) + 1)
+                with pytest.raises(RequestError) as refused:
+                    await agent.conn.ext_method("session/rewind", {
+                        "sessionId": sid, "beforeMessage": {"messageId": second["messageId"]}, "mode": "both",
+                        "interruptIfRunning": "yes", "dryRun": "no"})
+                assert refused.value.code == -32602
+                release.set()
+                with anyio.fail_after(10):
+                    await task.done.wait()
+        finally:
+            release.set()
+        assert task.stop_reason == "end_turn"
+        last = fake_anthropic.stream_requests[-1]["messages"]
+        assert texts_of(last[0])[0] == "write things" and "patch it" in str(last)  # the history is whole
+        assert (agent.workspace / "a.txt").read_text() == "three\n"
+        check_tool_calls(agent, sid)
 
 
 def _git(repo: Path, *args: str) -> str:
