@@ -251,6 +251,7 @@ class BackgroundJob:
     job_id: str = ""
     session_id: str = ""
     stdin: bool = False  # started with a pipe for its input (``process`` may write to it)
+    sandboxed: bool = False  # runs inside the session's OS sandbox (a write to it is judged there); False: outside
     started_monotonic: float = field(default_factory=time.monotonic, repr=False)
     end: JobEnded | None = None
     ended: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -468,7 +469,7 @@ def _start_in_background(command: str, cwd: Path, ctx: ToolContext, *, stdin: bo
     except OSError as error:
         raise ToolError(f"could not start the command: {error}") from error
     job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process, job_id=job_id,
-                        session_id=ctx.session_id, stdin=stdin)
+                        session_id=ctx.session_id, stdin=stdin, sandboxed=ctx.runs_sandboxed(command))
     jobs.add(job)
     log.info("background command started: %s, pid %s, log %s", job_id, job.pid, job.log_path)
     status = f"running in the background as {job_id}: pid {job.pid}, log {job.log_path}"
