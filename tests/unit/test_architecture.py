@@ -227,7 +227,8 @@ _ALLOWED = {
     "acp_hermes_tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
     "acp_hermes_tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
     "acp_hermes_tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
-    "acp_hermes_tools.mcp.launcher": {"os.killpg"},  # a script of its own process: ends its own group
+    "acp_hermes_tools.launcher": {"os.killpg", "os.kill"},  # a script of its own process: ends its own group, or itself
+    "acp_hermes_tools.process_trees": {"os.killpg", "os.kill"},  # stopping a group and what it started outside it
     # checkpoints: the store runs its own git and keeps its own files; a restore (which the user asked
     # for) writes and deletes workspace files, by directory descriptor and never through a symlink
     "acp_hermes_tools.checkpoints.git": {"subprocess.run", "subprocess.Popen"},
