@@ -62,5 +62,7 @@ def test_a_detached_command_and_its_group_end_when_the_thread_that_started_it_en
         left = [entry for entry in processes().values() if entry.group == process.pid and entry.state not in "ZX"]
         assert left == []  # nothing of the group runs (what is left is exit statuses for their parents to collect)
     finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)  # a test that failed leaves nothing running
+        if process.poll() is None:  # the launcher did not end its group: the test failed, and leaves nothing running
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
