@@ -422,7 +422,10 @@ class BackgroundJobs:
         if not held and directory is None:
             return
         log.info("session ended: stopping %d background command(s)", len(held))
-        threading.Thread(target=_finish_stopping, args=(held, directory), name="background-jobs-stop").start()
+        try:
+            threading.Thread(target=_finish_stopping, args=(held, directory), name="background-jobs-stop").start()
+        except RuntimeError:  # no new thread (the interpreter is ending): the held groups must not stay stopped
+            _finish_stopping(held, directory)
 
 
 def on_event_loop(callback: OnEnd) -> OnEnd:
