@@ -113,6 +113,25 @@ async def test_a_rejected_rollback_changes_nothing(tmp_path: Path, fake_anthropi
     assert "3. " not in replies(agent, sid)  # the restore's own checkpoint was dropped with it
 
 
+async def test_a_path_outside_the_workspace_is_one_line_and_takes_no_checkpoint(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``/rollback 1 ../../etc/passwd`` or ``/etc/passwd``: refused in one line, the request answered
+    normally (no -32603), no question asked and no checkpoint left behind."""
+    client = EditorClient(policy=answering("restore"))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await edit_twice(agent, fake_anthropic)
+        for path in ("../../etc/passwd", "/etc/passwd", "sub/../../outside.txt", "."):
+            before = len(replies(agent, sid))
+            assert await agent.prompt(sid, f"/rollback 1 {path}") == "end_turn"
+            answer = replies(agent, sid)[before:]
+            assert answer.strip().count("\n") == 0, answer
+            assert f"`{path}` is not a file in the workspace" in answer and "nothing was restored" in answer
+        await agent.prompt(sid, "/rollback")
+    assert not rollback_questions(client)
+    assert "3. " not in replies(agent, sid)  # no restore checkpoint was begun for them
+    assert (agent.workspace / "a.txt").read_text() == "three\n"
+
+
 async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_rolls_back(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     client = EditorClient(policy=answering("restore"))
