@@ -28,7 +28,11 @@ from acp_hermes_tools.checkpoints import (
 from acp_hermes_tools.checkpoints.journal import JOURNAL_NAME
 from acp_hermes_tools.checkpoints.workspace import TEMP_PREFIX
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    # A pipe to git left open is a ResourceWarning when it is collected, reported as "unraisable".
+    pytest.mark.filterwarnings("error::ResourceWarning", "error::pytest.PytestUnraisableExceptionWarning"),
+]
 REF = "refs/checkpoints/session"
 
 
@@ -330,11 +334,10 @@ def test_recover_finishes_a_restore_that_was_killed_half_way(workspace: Path, tm
     plan = undo(store, before.commit, after.commit)
     arguments = [word for path, state in sorted(plan.items()) for word in (path, state.blob or "")]
 
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_RESTORE, str(tmp_path / "home"), str(workspace),
-                              *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdout is not None and child.stdout.readline() == b"half\n"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    with subprocess.Popen([sys.executable, "-c", _KILLED_RESTORE, str(tmp_path / "home"), str(workspace),
+                           *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stdout.readline() == b"half\n"
+        os.kill(child.pid, signal.SIGKILL)
 
     assert (store.directory / JOURNAL_NAME).exists()
     contents = [(workspace / name).read_text() for name in names]
