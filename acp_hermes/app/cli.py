@@ -85,8 +85,7 @@ def failure_line(error: BaseException) -> str | None:
     directory belongs, a file that cannot be read, the server's answer to the demo), or None."""
     import sqlite3
 
-    from acp_hermes.app.local_settings import home_problem
-    from acp_hermes.config import ConfigError, paths_from_env
+    from acp_hermes.config import ConfigError, home_problem, paths_from_env
     from acp_hermes.core.errors import damaged_database
     from acp_hermes_memory.session_db import SessionDBCorrupt, is_corruption
 
@@ -128,8 +127,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command in (None, "serve"):
         return serve(args.log_level)
     if args.command != "doctor":  # doctor names it among what else it finds
-        from acp_hermes.app.local_settings import home_problem
-        from acp_hermes.config import paths_from_env
+        from acp_hermes.config import home_problem, paths_from_env
 
         problem = home_problem(paths_from_env())
         if problem is not None:
@@ -187,9 +185,8 @@ def serve(log_level: str | None) -> int:
     import logging
 
     from acp_hermes.adapter.wire import claim_stdout
-    from acp_hermes.app.local_settings import home_problem
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     paths = paths_from_env()
@@ -201,7 +198,7 @@ def serve(log_level: str | None) -> int:
         settings, error = None, str(exc)
     configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
     log = logging.getLogger("acp_hermes")
-    problem = home_problem(paths) or error  # a file for HERMES_HOME is what the config error comes from
+    problem = home_problem(paths) or error  # an unusable HERMES_HOME is what the config error comes from
     if problem:
         log.error("configuration error: %s", problem)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
@@ -213,7 +210,7 @@ def serve(log_level: str | None) -> int:
 
     gc.freeze()  # later collections need not walk all that again
     gc.enable()
-    agent = HermesAgent(paths, settings, error, db_opening)
+    agent = HermesAgent(paths, settings, problem, db_opening)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
