@@ -4,9 +4,10 @@ skills, demo."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from acp_hermes import __version__
 
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     import argparse
     from concurrent.futures import Future
 
+    from acp_hermes.adapter.server import HermesAgent
     from acp_hermes.config import Paths
     from acp_hermes_memory.session_db import SessionDB
 
@@ -214,21 +216,60 @@ def serve(log_level: str | None) -> int:
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        asyncio.run(serve_stdio(agent, protocol_fd, STDIO_LIMIT))
+        signalled = asyncio.run(_serve_until_signalled(agent, serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
     except KeyboardInterrupt:
         return 130
+    if signalled is not None:
+        log.info("%s received; exiting", signal.Signals(signalled).name)
+        return 128 + signalled  # what a shell reports for a process that signal ended
     log.info("stdin closed; exiting")
     return 0
 
 
+async def _serve_until_signalled(agent: HermesAgent, serving: Coroutine[Any, Any, None]) -> int | None:
+    """Serve until stdin closes (None) or SIGTERM/SIGHUP asks us to stop (its number).
+
+    A signal ends the server the way a closed stdin does: the sessions close (their background
+    commands stop, their private temp directories go), the turns store what they have, the stores
+    close; the exit then removes what else this process made in the temp directory. A second signal
+    does not wait for that.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serving)
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        if received:  # asked twice: stop now, tidy only the temp directory
+            from acp_hermes_tools.temp_dirs import remove_owned
+
+            remove_owned()
+            os._exit(128 + signum)
+        received.append(signum)
+        agent.client_gone()
+        task.cancel()
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not received:
+            raise
+    return received[0] if received else None
+
+
 def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
-    """Open state.db on a thread while the ACP SDK is imported, and tidy up after killed writers.
+    """Open state.db on a thread while the ACP SDK is imported, and tidy up after killed writers and servers.
 
     Opening may wait on the disk (creating the schema in a new HERMES_HOME, syncing the WAL);
     that wait overlaps the ~0.5 s of imports instead of delaying session/new. ``Runtime.db``
     takes the result, or the error (and then tries again itself). Temp files an interrupted
-    atomic write left behind in our directories go too.
+    atomic write left behind in our directories go too, and so do the temp directories of servers that
+    were killed (``tools.temp_dirs``).
     """
+    import logging
     import threading
     from concurrent.futures import Future
 
@@ -238,7 +279,10 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
         try:
             from acp_hermes_memory.fs import remove_stale_temp_files
             from acp_hermes_memory.session_db import SessionDB
+            from acp_hermes_tools.temp_dirs import remove_dead_owners
 
+            for folder in remove_dead_owners():  # first, so whoever has the database finds them gone
+                logging.getLogger("acp_hermes").info("removed %s: the process that made it is gone", folder)
             for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
                 remove_stale_temp_files(directory)
             opening.set_result(SessionDB(paths.state_db))
