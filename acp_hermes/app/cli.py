@@ -68,9 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not arguments:  # how editors start us: skip argparse, a few ms of start-up
             return serve(None)
-        return _run(build_parser().parse_args(arguments))
+        status = _run(build_parser().parse_args(arguments))
+        sys.stdout.flush()  # here, where a reader that left (`| head`) is caught, not in the exit's flush
+        return status
     except KeyboardInterrupt:  # Ctrl-C: the exit status says it all, a traceback would add nothing
         return _interrupted()
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
         line = failure_line(exc)
         if line is None:
@@ -123,6 +127,16 @@ def _interrupted() -> NoReturn:
         with contextlib.suppress(OSError):  # a closed pipe has nothing left to say
             stream.flush()
     os._exit(130)
+
+
+def _reader_gone() -> int:
+    """stdout's reader has gone (``acp-hermes sessions list | head -1``): the rest of the output has no
+    one to read it, so stop quietly with the status of a process ended by SIGPIPE (128 + 13), and point
+    stdout at /dev/null so the flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -306,3 +306,53 @@ def test_the_known_failures_have_their_one_line(tmp_path: Path, monkeypatch: pyt
     assert denied == "acp-hermes: Permission denied: /h/x"
     assert failure_line(ValueError("a bug")) is None
     assert all("\n" not in line for line in (corrupt, denied))
+
+
+def seeded_home(base: Path) -> Path:
+    """A HERMES_HOME with something for every command to print: session s1, a checkpoint store, memory, a skill."""
+    from acp_hermes_memory.session_db import SessionDB
+    from tests.integration.test_cli_checkpoints import make_workspace, take
+    from tests.integration.test_cli_memory_skills import write_skill
+
+    home = base / "hermes-home"
+    db = SessionDB(home / "acp-hermes" / "state.db")
+    db.create_session("s1", cwd=str(base), model="claude-sonnet-5-5", mode="default", model_config={},
+                      system_prompt="", title="Lexer choice")
+    for turn in range(40):
+        db.append_message("s1", "user", f"which lexer, {turn}?")
+        db.append_message("s1", "assistant", f"the zephyrine lexer, {turn}")
+    db.close()
+    if shutil.which("git") is not None:
+        take(home, make_workspace(base, "app"), "s1", ["fix the lexer bug"])
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "MEMORY.md").write_text("Project uses tabs.\n§\nTests run with pytest -q.")
+    write_skill(home / "skills", "lint", "Run the linters")
+    return home
+
+
+def test_every_command_into_a_closed_pipe_exits_quietly(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``acp-hermes … | head -1``: the reader leaves early. Its stdout is a pipe whose reading end is closed
+    here before the command starts, so every write fails (what ``head`` leaves behind, without a race):
+    no traceback and no "Broken pipe" line, and the status of a process SIGPIPE ended (141)."""
+    home = seeded_home(tmp_path)
+    workspace = tmp_path / "app" if (tmp_path / "app").is_dir() else tmp_path  # `checkpoints show .` finds it
+    env = {**cli_env(home), "EDITOR": "true", "VISUAL": "true"}
+    extra = {"help": (("--help",), False, set[str]()), "sessions-export-markdown": (("sessions", "export", "s1"),
+                                                                                    False, set[str]())}
+    for name, (args, with_key, _) in [*extra.items(), *COMMANDS.items()]:  # sessions delete: after the others
+        if name == "serve":  # the protocol, not a listing: its end is the end of stdin
+            continue
+        reading, writing = os.pipe()
+        os.close(reading)
+        try:
+            result = subprocess.run([SCRIPT, *args], stdin=subprocess.DEVNULL, stdout=writing, stderr=subprocess.PIPE,
+                                    text=True, env={**env, **(fake_anthropic.env() if with_key else {})},
+                                    cwd=str(workspace), timeout=120)
+        finally:
+            os.close(writing)
+        for noise in ("Traceback", "BrokenPipeError", "Broken pipe", "Exception ignored"):
+            assert noise not in result.stderr, (name, result.stderr)
+        if name == "help":  # argparse's own printing: quiet, its status 0
+            assert result.returncode == 0, result.stderr
+        elif workspace != tmp_path or not name.startswith("checkpoints"):
+            assert result.returncode == 141, (name, result.returncode, result.stderr)
