@@ -132,6 +132,24 @@ async def test_a_path_outside_the_workspace_is_one_line_and_takes_no_checkpoint(
     assert (agent.workspace / "a.txt").read_text() == "three\n"
 
 
+async def test_session_delete_removes_the_sessions_checkpoints(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``session/delete``: the session's checkpoints (copies of the workspace's files) go with it; another
+    session's in the same workspace stay."""
+    from acp_hermes_tools.checkpoints import CheckpointStore
+
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        doomed = await edit_twice(agent, fake_anthropic)
+        fake_anthropic.script(tool_reply("write_file", {"path": "b.txt", "content": "b\n"}, id="toolu_b"),
+                              text_reply("kept"))
+        fake_anthropic.script_auxiliary(text_reply("Kept"))
+        kept = await agent.new_session()
+        assert await agent.prompt(kept, "write b") == "end_turn"
+        store = CheckpointStore.for_workspace(Paths(agent.home).checkpoints, agent.workspace)
+        assert {s.ref.split("/")[2] for s in store.snapshots()} == {doomed, kept}
+        assert await agent.conn._conn.send_request("session/delete", {"sessionId": doomed}) == {}
+        assert {s.ref.split("/")[2] for s in store.snapshots()} == {kept}
+
+
 async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_rolls_back(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     client = EditorClient(policy=answering("restore"))

@@ -238,6 +238,29 @@ def test_a_home_this_user_cannot_use_is_one_line_never_a_traceback(
         assert any(named in line and all(part in line for part in says) for line in output.splitlines()), output
 
 
+def test_a_home_that_cannot_be_created_or_belongs_to_another_user_says_why(
+    unprivileged_base: tuple[Path, tuple[str, ...]]
+) -> None:
+    base, as_user = unprivileged_base
+    locked = base / "locked"
+    locked.mkdir()
+    cases = [(locked / "hermes-home", f"HERMES_HOME {locked / 'hermes-home'} does not exist and cannot be created: "
+                                      f"{locked} is not a directory this user can write")]
+    if as_user:
+        for path in (base, locked):
+            os.chown(path, NOBODY, NOBODY)
+        theirs = base / "root-owned"  # made by `sudo acp-hermes`, say
+        theirs.mkdir(mode=0o700)
+        cases.append((theirs, f"HERMES_HOME {theirs} cannot be read and written by this user: give it back its "
+                              "permissions (it belongs to user 0: chown it to this user)"))
+    locked.chmod(0o555)
+    for home, says in cases:
+        result = subprocess.run([*as_user, SCRIPT, "sessions", "list"], stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, env={**cli_env(home), "HOME": str(base)}, cwd=str(base), timeout=60)
+        assert result.returncode == 1 and result.stdout == "", result.stderr
+        assert result.stderr.startswith(f"acp-hermes: {says}") and result.stderr.count("\n") == 1, result.stderr
+
+
 def test_serve_reads_a_plain_file_of_requests_and_exits_at_its_end(tmp_path: Path) -> None:
     """``acp-hermes < requests.ndjson``: every request answered on stdout, status 0 at the end of the file."""
     requests = tmp_path / "requests.ndjson"

@@ -376,6 +376,52 @@ def test_prune_drops_snapshots_by_count_and_age_and_collects_their_objects(works
     assert store.read(states["src/util.py"].blob or "") == b"after the prune\n" and states["README.md"] != ABSENT
 
 
+def read_app(store: CheckpointStore, commit: str) -> bytes:
+    return store.read(store.states(commit, ["src/app.py"])["src/app.py"].blob or "")
+
+
+def test_forget_drops_one_sessions_checkpoints_and_their_copies_of_the_files(workspace: Path, tmp_path: Path) -> None:
+    store = store_for(tmp_path)
+    put(workspace / "src" / "app.py", "the deleted session's secret\n")
+    doomed = store.snapshot("refs/checkpoints/doomed/0001", {})
+    store.snapshot("refs/checkpoints/doomed/0001-end", {})
+    secret = store.states(doomed.commit, ["src/app.py"])["src/app.py"].blob or ""
+    put(workspace / "src" / "app.py", "the kept session's version\n")
+    kept = store.snapshot("refs/checkpoints/doomed-not/0001", {})  # a prefix of its name: not the same session
+    store.snapshot("refs/checkpoints/doomed/0002", {})
+
+    assert store.forget(["refs/checkpoints/doomed/"]) == 2
+    assert [s.ref for s in store.snapshots()] == ["refs/checkpoints/doomed-not/0001"]
+    with pytest.raises(CheckpointsUnavailable):
+        store.read(secret)  # collected: the copy left the disk with the ref
+    assert read_app(store, kept.commit) == b"the kept session's version\n"
+    assert store.forget(["refs/checkpoints/doomed/"]) == 0
+
+    assert store.forget(["refs/checkpoints/doomed-not/"]) == 1
+    assert store.snapshots() == [] and store.problem() is None
+    assert not (store.directory / "index").exists() and not (store.directory / "base").exists()
+    objects = subprocess.run(["git", "--git-dir", str(store.directory / "git"), "count-objects", "-v"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "count: 0" in objects and "in-pack: 0" in objects, objects  # no file of the workspace is left
+    after = store.snapshot(f"{REF}/0001", {})  # and the next snapshot starts afresh
+    assert read_app(store, after.commit) == b"the kept session's version\n"
+
+
+def test_everything_in_a_store_is_the_users_alone_whatever_the_umask(workspace: Path, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = store_for(tmp_path)
+        store.snapshot(f"{REF}/0001", {"prompt": "a"})
+        put(workspace / "src" / "app.py", "changed\n")
+        store.snapshot(f"{REF}/0001-end", {})
+    finally:
+        os.umask(old)
+    found = [store.directory, *store.directory.rglob("*")]
+    assert len(found) > 10 and all(stat.S_IMODE(path.stat().st_mode) & 0o077 == 0 for path in found)
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found if path.is_dir()} == {0o700}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found if path.is_file()} <= {0o600, 0o400}
+
+
 def test_size_bytes_counts_what_the_store_takes_on_disk(workspace: Path, tmp_path: Path) -> None:
     store = store_for(tmp_path)
     assert store.size_bytes() == 0
