@@ -148,6 +148,8 @@ async def test_session_delete_removes_the_sessions_checkpoints(tmp_path: Path, f
         assert {s.ref.split("/")[2] for s in store.snapshots()} == {doomed, kept}
         assert await agent.conn._conn.send_request("session/delete", {"sessionId": doomed}) == {}
         assert {s.ref.split("/")[2] for s in store.snapshots()} == {kept}
+    logged = (agent.home / "acp-hermes" / "logs" / "acp-hermes.log").read_text()
+    assert "ResourceWarning" not in logged  # every pipe to git closed (Python warnings are logged)
 
 
 async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_rolls_back(
