@@ -9,6 +9,7 @@ anything else.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -64,6 +65,54 @@ async def test_a_signal_ends_the_server_quietly_and_leaves_nothing_in_the_temp_d
     assert status == 128 + signum
     stderr = agent_stderr(tmp_path)
     assert f"{signum.name} received; exiting" in stderr
+    for noise in ("Traceback", "Exception ignored", "Task was destroyed", "never retrieved"):
+        assert noise not in stderr, stderr
+
+
+def running(marker: str) -> list[int]:
+    """The processes whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not STATUS.available, reason=f"no OS sandbox here: {STATUS.detail}")
+async def test_sigterm_during_a_running_command_stops_it_and_leaves_nothing(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    started = workspace / "started"
+    os.mkfifo(started)  # the command writes to it once it runs: the test waits on it, not on a clock
+    marker = "612.25"
+    fake_anthropic.script(tool_reply("terminal", {"command": f"echo yes > started && sleep {marker}"}, id="toolu_run"),
+                          text_reply("never reached"))
+    fake_anthropic.script_auxiliary(text_reply("Signals"))
+    async with running_agent(tmp_path, fake_anthropic, workspace=workspace, env={"TMPDIR": str(temp)}) as agent:
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        async with anyio.create_task_group() as group:
+            async def prompt() -> None:
+                with contextlib.suppress(Exception):  # answered "cancelled", or the connection closed first
+                    await agent.prompt(sid, "run it")
+
+            group.start_soon(prompt)
+            with anyio.fail_after(30):
+                assert await anyio.to_thread.run_sync(started.read_text) == "yes\n"
+            assert running(marker) and any(name.startswith("acp-hermes-sandbox-") for name in ours(temp))
+            agent.process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(30):
+                status = await agent.process.wait()
+    assert ours(temp) == [] and running(marker) == []
+    assert status == 128 + signal.SIGTERM
+    stderr = agent_stderr(tmp_path)
     for noise in ("Traceback", "Exception ignored", "Task was destroyed", "never retrieved"):
         assert noise not in stderr, stderr
 
