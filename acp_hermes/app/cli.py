@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     import argparse
     from concurrent.futures import Future
 
-    from acp_hermes.adapter.server import HermesAgent
     from acp_hermes.config import Paths
     from acp_hermes_memory.session_db import SessionDB
 
@@ -230,7 +229,7 @@ def serve(log_level: str | None) -> int:
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        signalled = asyncio.run(_serve_until_signalled(agent, serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
+        signalled = asyncio.run(_serve_until_signalled(serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
     except KeyboardInterrupt:
         return 130
     if signalled is not None:
@@ -240,7 +239,7 @@ def serve(log_level: str | None) -> int:
     return 0
 
 
-async def _serve_until_signalled(agent: HermesAgent, serving: Coroutine[Any, Any, None]) -> int | None:
+async def _serve_until_signalled(serving: Coroutine[Any, Any, None]) -> int | None:
     """Serve until stdin closes (None) or SIGTERM/SIGHUP asks us to stop (its number).
 
     A signal ends the server the way a closed stdin does: the sessions close (their background
@@ -261,8 +260,7 @@ async def _serve_until_signalled(agent: HermesAgent, serving: Coroutine[Any, Any
             remove_owned()
             os._exit(128 + signum)
         received.append(signum)
-        agent.client_gone()
-        task.cancel()
+        task.cancel()  # serve_stdio's shutdown then closes the sessions, as after the end of stdin
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, stop, signum)
