@@ -145,8 +145,9 @@ class DelegationSettings(BaseModel):
         if unknown:
             raise PydanticCustomError(
                 "unknown_toolset",
-                "unknown toolset(s) {unknown}; known: {known}",
-                {"unknown": ", ".join(unknown), "known": ", ".join(TOOLSETS)},
+                "unknown {toolsets} {unknown}; known: {known}",
+                {"toolsets": "toolset" if len(unknown) == 1 else "toolsets", "unknown": ", ".join(unknown),
+                 "known": ", ".join(TOOLSETS)},
             )
         return list(dict.fromkeys(value))
 
@@ -259,6 +260,22 @@ class Settings(BaseModel):
             return "auto"
         return value
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        """``debug`` is ``DEBUG``, as for ``--log-level`` and ``ACP_HERMES_LOG_LEVEL``."""
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("model", "auxiliary_model", mode="after")
+    @classmethod
+    def _named(cls, value: str, info: ValidationInfo) -> str:
+        """An empty model name would reach the API as ``model: ""`` and fail every turn: refuse it here."""
+        if not value.strip():
+            default = DEFAULT_MODEL if info.field_name == "model" else DEFAULT_AUXILIARY_MODEL
+            raise PydanticCustomError("empty_model", "a model name cannot be empty (the default is {default})",
+                                      {"default": default})
+        return value.strip()
+
     @field_validator("delegation", "checkpoints", "budget", "web", "memory", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
@@ -367,14 +384,32 @@ def _describe(error: ValidationError, source: Path) -> str:
     return f"{source}: " + "; ".join(problems)
 
 
+def _describe_environment(error: ValidationError, env: Mapping[str, str]) -> str:
+    """What is wrong with a value the environment set, named by its variable (``ACP_HERMES_LOG_LEVEL=loud``)."""
+    variables = {"api_key": ENV_API_KEY, "base_url": ENV_BASE_URL, "model": ENV_MODEL, "log_level": ENV_LOG_LEVEL}
+    problems = []
+    for item in error.errors()[:5]:
+        key = str(item["loc"][0]) if item["loc"] else ""
+        name = variables.get(key)
+        problems.append(f"{name}={env.get(name, '')!r}: {item['msg']}" if name else f"`{key}`: {item['msg']}")
+    return "environment: " + "; ".join(problems)
+
+
 _VARIABLE_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
+
+
+def names_a_variable(value: object) -> bool:
+    """Whether ``value``, given as an API key, is the name of a variable rather than a key
+    (``ANTHROPIC_API_KEY``, ``$ANTHROPIC_API_KEY``, ``${ANTHROPIC_API_KEY}``): neither an editor's ``env``
+    nor config.yaml expands variables, so such a value reaches us as written."""
+    return isinstance(value, str) and _VARIABLE_NAME.fullmatch(value.strip()) is not None
 
 
 def _real_key(value: str | None) -> str | None:
     """The environment's API key, unless it is the name of a variable rather than a key (an editor
     config that passes the literal string ``ANTHROPIC_API_KEY`` when the variable is unset): then
     the key saved by ``setup`` is used instead."""
-    if value and _VARIABLE_NAME.fullmatch(value.strip()):
+    if value and names_a_variable(value):
         log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
         return None
     return value
@@ -385,18 +420,26 @@ def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = No
     env = os.environ if env is None else env
     paths = paths or paths_from_env(env)
     values = read_config_file(paths.config_file)
-    try:
-        Settings.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, paths.config_file)) from exc
+    check_config(values, paths.config_file)
+    if names_a_variable(values.get("api_key")):  # as if there were none: the editor then offers `setup`
+        log.warning("ignoring api_key %r in %s: that is a variable's name, not an API key (config.yaml does not "
+                    "expand variables)", values.pop("api_key"), paths.config_file)
     overrides = {
         "api_key": _real_key(env.get(ENV_API_KEY)),
         "base_url": env.get(ENV_BASE_URL),
         "model": env.get(ENV_MODEL),
-        "log_level": env.get(ENV_LOG_LEVEL, "").upper() or None,
+        "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
     }
     values.update({key: value for key, value in overrides.items() if value})
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, Path("environment"))) from exc
+        raise ConfigError(_describe_environment(exc, env)) from exc
+
+
+def check_config(values: Mapping[str, Any], source: Path) -> Settings:
+    """``values`` (a config file's) as settings; ConfigError naming the file and the keys at fault."""
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from exc

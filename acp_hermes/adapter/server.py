@@ -30,6 +30,7 @@ from acp_hermes.adapter.client import (
     SessionUpdates,
 )
 from acp_hermes.adapter.errors import AuthRequired, translated
+from acp_hermes.adapter.launchers import LaunchScripts
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
 from acp_hermes.adapter.prompt_blocks import to_parts
@@ -85,6 +86,7 @@ class HermesAgent:
         link = self._link = ClientLink(engine)
         # One view per session, shared by its sink, asker and editor; it lives as long as they do.
         views: weakref.WeakValueDictionary[str, ClientView] = weakref.WeakValueDictionary()
+        launchers = LaunchScripts(self._paths.own / "terminals")  # in the agent's home: out of every sandbox's reach
 
         def view(sid: str) -> ClientView:
             found = views.get(sid)
@@ -97,7 +99,7 @@ class HermesAgent:
             SessionWiring(
                 sink_for=lambda sid: SessionUpdates(link, sid, view(sid), subagents=self._abilities.subagents),
                 asker_for=lambda sid: PermissionRequests(link, sid, view(sid)),
-                editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid)),
+                editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid), launchers),
                 opened=self._opened,
             ),
             self.spawn,

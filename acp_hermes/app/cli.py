@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 STDIO_LIMIT = 50 * 1024 * 1024
+# Said on stderr when stdin is a terminal. The server still serves (it reads JSON-RPC typed or pasted
+# there, which is how some try it out), but a newcomer learns what it is and how to leave.
+TERMINAL_HINT = ("acp-hermes: this is an Agent Client Protocol server: editors start it and talk JSON-RPC on "
+                 "stdin/stdout. To try it from a terminal, run `acp-hermes demo`; for every command, "
+                 "`acp-hermes --help`. Ctrl-D or Ctrl-C quits.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,9 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="An Agent Client Protocol agent server: editors (Zed, JetBrains, Neovim, Emacs, Toad, VS Code) "
         "spawn it and talk ACP over stdio. With no command it serves ACP on stdin/stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"acp-hermes {__version__}")
+    version = f"acp-hermes {__version__}"
+    parser.add_argument("--version", action="version", version=version)
     # The global flags, accepted before the command and after it (`acp-hermes demo --log-level DEBUG`).
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--version", action="version", version=version)
     common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
                         help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
@@ -46,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", parents=[common],
                                  help="show the effective configuration, where files live and what is wrong")
     doctor.add_argument("--repair", action="store_true",
-                        help="move a damaged session database aside (kept) and start a fresh one from what it can read")
+                        help="repair the session database: rebuild a search index that is out of step, or move a "
+                        "damaged file aside (kept) and start a fresh one with every session it can still read")
     from acp_hermes.app import checkpoints_cli, memory_cli, sessions, skills_cli
 
     sessions.add_commands(commands, common)
@@ -204,6 +212,8 @@ def serve(log_level: str | None) -> int:
     from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
+    if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
+        print(TERMINAL_HINT, file=sys.stderr, flush=True)
     paths = paths_from_env()
     settings: Settings | None
     try:

@@ -22,7 +22,9 @@ from acp_hermes.config import (
     Settings,
     home_problem,
     load_settings,
+    names_a_variable,
     paths_from_env,
+    read_config_file,
 )
 from acp_hermes_memory.grants import GrantStore
 
@@ -57,7 +59,7 @@ def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
     if not path.exists():
         print(f"  session database: not created yet ({path})")
         if repair_it:
-            print("  nothing to repair")
+            print("  the session database needs no repair")
         return
     with progress("checking the session database"):
         found = integrity(path)
@@ -74,7 +76,7 @@ def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
         print(f"  search index, {index.role}: {_INDEX_STATES[index.state]}{detail}")
     if not damaged:
         if repair_it:
-            print("  nothing to repair")
+            print("  the session database needs no repair")
         return
     if not repair_it:
         problems.append("the search index of the session database is out of step with its messages: "
@@ -105,18 +107,26 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
 
     with progress("repairing the session database"):
         report = repair(path)
-    print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
-    print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s)")
-    if report.placeholder_sessions:
-        print(f"  {report.placeholder_sessions:,} of those sessions lost their own record (title, folder): "
-              "their messages are kept under the title “(recovered messages)”")
+    print(f"  repaired: a fresh session database holds {_counted(report.sessions, 'session')} and "
+          f"{_counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
+          f"{report.damaged_copy}")
+    if (placeholders := report.placeholder_sessions) > 0:
+        print(f"  of those, {_counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
+              "title and folder: their messages are kept under the title “(recovered messages)”")
     if not report.counted:
         print("  the damaged file's indexes cannot be read either, so how much was lost is unknown")
     elif report.unreadable_rows:
-        print(f"  lost (listed by the damaged file's indexes, but unreadable): {report.lost_messages:,} message(s), "
-              f"{report.lost_sessions:,} session(s)")
+        lost = [_counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
+                                                          (report.lost_messages, "message")) if count]
+        print(f"  lost: {' and '.join(lost)} that the damaged file lists but that cannot be read")
     else:
-        print("  nothing lost: every session and message the damaged file's indexes list was recovered")
+        print("  nothing lost: every session and message the damaged file lists was recovered")
+
+
+def _counted(count: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``: plurals written out."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
 
 
 def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
@@ -138,7 +148,7 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
     store = skill_store(paths, settings, cwd)
     try:
         skills = store.skills()
-        broken = broken_skills(store)
+        broken = broken_skills(store, skills)
     except (OSError, SkillError) as exc:
         problems.append(f"the skills cannot be loaded: {exc}")
         return
@@ -249,6 +259,24 @@ def _editors(problems: list[str]) -> None:
                 problems.append(f"{where}, agent “{entry.name}”: {warning}")
 
 
+def _key_problem(paths: Paths, settings: Settings) -> str | None:
+    """Why no API key is in force (one line for one cause), or None.
+
+    A variable's name written as config.yaml's key (``api_key: ${ANTHROPIC_API_KEY}``) is not a key:
+    the file expands nothing, so the settings leave it out, and this says why rather than "no API key".
+    """
+    written = read_config_file(paths.config_file).get("api_key")
+    if not names_a_variable(written):
+        return None if settings.has_api_key else f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`"
+    if settings.has_api_key:
+        print(f"  note: config.yaml's api_key {written!r} is a variable's name, not a key ({ENV_API_KEY} from the "
+              "environment is used instead)")
+        return None
+    return (f"config.yaml's api_key is {written!r}, the name of a variable, not a key: config.yaml does not expand "
+            f"variables. Set {ENV_API_KEY} in the environment (an editor's `env`), or run `acp-hermes setup` to "
+            "save the key itself")
+
+
 def _sandbox_status(settings: Settings | None) -> str:
     if settings is not None and settings.sandbox == "off":
         return "command sandbox: turned off in the configuration (sandbox: off)"
@@ -303,7 +331,8 @@ def run_doctor(*, repair: bool = False) -> int:
     try:
         settings = load_settings(paths=paths)
     except ConfigError as exc:
-        problems.append(f"invalid configuration: {exc}")
+        if blocked is None:  # else that is why the config cannot be read, and Problems says so already
+            problems.append(f"invalid configuration: {exc}")
         settings = None
     if settings is not None:
         for name, value in settings.model_dump(mode="json").items():
@@ -312,8 +341,8 @@ def run_doctor(*, repair: bool = False) -> int:
             elif name == "mcp_servers":  # their env and headers hold tokens: names only (see MCP servers)
                 value = ", ".join(value) or "(none)"
             print(f"  {name:<23} {human(value)}")
-        if not settings.has_api_key:
-            problems.append(f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`")
+        if (missing := _key_problem(paths, settings)) is not None:
+            problems.append(missing)
     for env in (ENV_HOME, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL):
         state = "set" if os.environ.get(env) else "not set"
         print(f"  env {env:<19} {state}")

@@ -66,9 +66,22 @@ class SlashCommand:
     run: Callable[[Session, str], Awaitable[CommandReply]]
 
 
+OPTIONAL = "optional: "  # how a hint says its argument may be left out (the editor shows the hint as written)
+
+
+def usage(command: SlashCommand) -> str:
+    """``/steer <text>``, ``/export [file path]``: the argument in brackets when it may be left out."""
+    if not command.hint:
+        return f"/{command.name}"
+    if command.hint.startswith(OPTIONAL):
+        return f"/{command.name} [{command.hint.removeprefix(OPTIONAL)}]"
+    return f"/{command.name} <{command.hint}>"
+
+
 async def _help(session: Session, arg: str) -> CommandReply:
     lines = ["Commands:"]
-    lines += [f"- `/{c.name}{f' <{c.hint}>' if c.hint else ''}` — {c.description}" for c in COMMANDS.values()]
+    lines += [f"- `{usage(c)}` — {c.description}" for c in COMMANDS.values()]
+    lines.append("An argument in [brackets] may be left out.")
     return CommandReply("\n".join(lines))
 
 
@@ -304,9 +317,11 @@ COMMANDS: dict[str, SlashCommand] = {
     c.name: c
     for c in (
         SlashCommand("help", "List the commands.", None, _help),
-        SlashCommand("mode", "Show or switch the permission mode.", "default | accept-edits | plan | bypass", _mode),
-        SlashCommand("model", "Show or switch the model.", "model name", _model),
-        SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
+        SlashCommand("mode", "Show or switch the permission mode.", "optional: default | accept-edits | plan | bypass",
+                     _mode),
+        SlashCommand("model", "Show or switch the model.", "optional: model name", _model),
+        SlashCommand("thinking", "Show or set the extended-thinking level.", "optional: off | low | medium | high",
+                     _thinking),
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
         SlashCommand("budget", "Show or set this session's spending limits.", "optional: usd | turn <usd> | "
                      "tokens <n> | off | reset", _budget),
@@ -320,7 +335,7 @@ COMMANDS: dict[str, SlashCommand] = {
                      "optional: what to keep in detail", _compact),
         SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
-        SlashCommand("title", "Show or set this session's title.", "new title", _title),
+        SlashCommand("title", "Show or set this session's title.", "optional: new title", _title),
         SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
         SlashCommand("export", "Save this conversation as Markdown in the workspace (asks like any edit).",
                      "optional: file path", _export),
@@ -407,8 +422,9 @@ async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[Pr
         view = await anyio.to_thread.run_sync(store.view, name)
     except SkillError:
         return None  # not a skill: the word goes to the model as written
-    body = guard_context_text(f"skill {name}", view.text)
+    from acp_hermes_memory.frames import framed
+
+    body = framed("skill", guard_context_text(f"skill {name}", view.text), name=view.info.qualified_name)
     loaded = (f"[The user ran the skill `{view.info.qualified_name}`. Follow its instructions for the request "
-              f"after them.]\n\n<skill name=\"{view.info.qualified_name}\">\n{body}\n</skill>\n\n"
-              f"{request.strip() or 'Run the skill.'}")
+              f"after them.]\n\n{body}\n\n{request.strip() or 'Run the skill.'}")
     return [TextPart(loaded), *parts[1:]]

@@ -118,8 +118,8 @@ class Runtime:
             if self._memory_providers is None:
                 from acp_hermes.core.memory_providers import MemoryProviders
 
-                self._memory_providers = MemoryProviders.configured(self.settings.memory.providers, self.paths.home,
-                                                                    ask=self._ask_auxiliary)
+                self._memory_providers = MemoryProviders(self.settings.memory.providers, home=self.paths.home,
+                                                         ask=self._ask_auxiliary)
             return self._memory_providers
 
     async def _ask_auxiliary(self, system: str, prompt: str, session_id: str) -> str:

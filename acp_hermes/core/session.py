@@ -484,6 +484,7 @@ class Session:
                         await self.checkpoints.end()
         result = loop.result  # also what a cancelled turn used before it stopped
         self.last_turn = result
+        self._notes.extend(result.unsent_warnings)  # a flagged web result's warning: with the next prompt
         if result.model_calls:
             await self._account(result.usage, result.model_calls)
         if result.context_tokens:  # measured after any compaction of this turn; a cancelled call measured nothing

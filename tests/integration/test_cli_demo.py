@@ -79,6 +79,26 @@ def test_the_offline_demo_leaves_nothing_behind_and_the_users_hermes_home_untouc
     assert list(temp.iterdir()) == []  # the sample project, its HERMES_HOME and all the rest are gone
 
 
+def test_an_invalid_configuration_ends_the_demo_in_one_line_with_status_1(tmp_path: Path) -> None:
+    """Which model and key the demo should use are unknown: it says why and stops (README: "exit 1 with the
+    reason when the model cannot be used"), rather than running the offline demo as if there were no key."""
+    home = tmp_path / "hermes-home"
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("api_key: sk-ant-demo-0123456789abcdef\nmodle: claude-opus-5-5\n", encoding="utf-8")
+    refused = run_demo(env=demo_env(home, tmp_path / "tmp"), cwd=tmp_path)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stdout == ""  # no offline demo, no session
+    assert refused.stderr == (f"acp-hermes demo: configuration error: {config}: `modle`: unknown key (fix it, or run "
+                              "`acp-hermes demo --offline`)\n")
+    assert not (home / "acp-hermes" / "state.db").exists()
+
+    offline = run_demo("--offline", "--yes", env=demo_env(home, tmp_path / "tmp"), cwd=tmp_path)
+    assert offline.returncode == 0, offline.stdout + offline.stderr  # it does not use the configuration
+    assert "all tests passed" in offline.stdout
+    assert offline.stderr.startswith("acp-hermes demo: configuration error (the offline demo does not use it): ")
+
+
 @pytest.mark.anyio
 async def test_the_demo_with_a_model_stores_a_titled_session_that_loads(
     tmp_path: Path, fake_anthropic: FakeAnthropic

@@ -114,6 +114,15 @@ def card_texts(agent: AgentProcess, session_id: str, call_id: str) -> list[str]:
     return texts
 
 
+def card_titles(agent: AgentProcess, session_id: str, call_id: str) -> list[str]:
+    """Every title the delegate call's card showed, in order, each once (its tool_call, then its updates)."""
+    titles: list[str] = []
+    for update in agent.tool_updates(session_id, call_id):
+        if "title" in update and (not titles or titles[-1] != update["title"]):
+            titles.append(update["title"])
+    return titles
+
+
 def child_ids(agent: AgentProcess, parent_id: str) -> list[str]:
     """The children announced on the parent (subagent_update), in order of announcement."""
     seen: list[str] = []
@@ -236,6 +245,11 @@ async def test_a_single_child_works_in_a_fresh_context_and_its_answer_is_the_too
         assert set(calls) == {"toolu_delegate"}  # the child's calls are not the parent's
         delegate = calls["toolu_delegate"]
         assert delegate.status == "completed" and delegate.text() == f"Subagent completed\n\n{CHILD_ANSWER}"
+        # Work, not a thought; its title follows the child: the summary the editors that show only a title show.
+        assert delegate.announced["kind"] == "other"
+        assert card_titles(agent, parent, "toolu_delegate") == [
+            f"Delegate: {CHILD_GOAL}", "Subagent starting", "Subagent running",
+            'Subagent running · Search "TODO" in src', "Subagent completed"]
         assert delegate.final["rawOutput"]["children"][0]["status"] == "completed"
         progress = card_texts(agent, parent, "toolu_delegate")[:-1]
         assert progress[0] == f"0/1 running\n1. {CHILD_GOAL} — queued"
@@ -317,6 +331,12 @@ async def test_a_batch_runs_at_once_and_a_failing_child_does_not_take_the_others
         assert [c["goal"] for c in children] == list(BATCH)
         assert [c["status"] for c in children] == ["completed", "failed", "completed"]
         assert len({c["session_id"] for c in children}) == 3
+        assert call.announced["kind"] == "other"
+        titles = card_titles(agent, parent, "toolu_batch")
+        assert titles[:2] == ["Delegate 3 tasks to subagents", "Subagents 0/3 running"]
+        assert "Subagents 3/3 running" in titles  # the three at once, in the title too
+        assert any(title.startswith("Subagents 2/3 running, 1 done") for title in titles)
+        assert titles[-1] == "Subagents 3/3 done, 1 failed"  # the final title says how they ended
         progress = card_texts(agent, parent, "toolu_batch")[:-1]
         assert progress[0].startswith("0/3 running\n1. ")
         assert any(text.startswith("3/3 running\n") for text in progress)  # all three at once
@@ -518,10 +538,36 @@ async def test_cancelling_the_parent_mid_batch_stops_every_child_and_the_session
         assert final == text
         assert progress[-1] == "0/3 running, 3 done\n" + "\n".join(
             f"{number}. {goal} — cancelled" for number, goal in enumerate(BATCH, 1))
+        assert card_titles(agent, parent, "toolu_cancelled_batch")[-1] == "Subagents 3/3 done, 3 cancelled"
         if subagents:
             check_subagent_wire(agent, parent)
             states = terminal_states(agent, parent)
             assert len(states) == 3 and {s["stopReason"] for s in states.values()} == {"cancelled"}
+
+
+async def test_children_still_waiting_when_the_parent_is_cancelled_end_the_card_as_cancelled(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "delegation:\n  max_concurrent: 1\n")
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in BATCH]}, id="toolu_one_at_a_time"),
+        text_reply("Starting over."),
+    )
+    for goal in BATCH:
+        router.child(goal, slow_child_reply())
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        parent = await agent.new_session()
+        task = PromptTask(agent, parent)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "lint all three modules")
+            await fake_anthropic.wait_for_request_async(2)  # the parent's, then the first child's
+            assert await cancel_and_wait(agent, task) == "cancelled"
+        titles = card_titles(agent, parent, "toolu_one_at_a_time")
+        assert "Subagents 1/3 running" in titles
+        assert titles[-1] == "Subagents 3/3 done, 3 cancelled"  # the two that never started, too
+        assert check_tool_calls(agent, parent)["toolu_one_at_a_time"].status == "failed"
 
 
 def held(release: threading.Event, reply: Reply) -> Callable[[ModelRequest], Reply]:
@@ -668,6 +714,8 @@ async def test_the_parents_replay_shows_the_delegate_card_with_the_answers_not_t
         replayed = agent.updates(parent)
         (call,) = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
         assert call["toolCallId"] == "toolu_explain" and call["status"] == "completed"
+        # As the card ended: work, titled with how the children ended, the reports as its content.
+        assert call["kind"] == "other" and call["title"] == "Subagents 2/2 done"
         (shown,) = [item["content"]["text"] for item in call["content"]]
         assert shown == (f"## Task 1/2: {FIND_GOALS[0]}\ncompleted\n\n{FIND_ANSWERS[0]}\n\n"
                          f"## Task 2/2: {FIND_GOALS[1]}\ncompleted\n\n{FIND_ANSWERS[1]}")

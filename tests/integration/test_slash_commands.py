@@ -32,7 +32,7 @@ async def test_local_commands_answer_without_the_model(tmp_path: Path, fake_anth
         sid = await agent.new_session()
         requests = len(fake_anthropic.stream_requests)
 
-        assert "`/model <model name>`" in await reply(agent, sid, "/help")
+        assert "`/model [model name]`" in await reply(agent, sid, "/help")
         assert "now `plan`" in await reply(agent, sid, "/mode plan")
         assert agent.updates(sid, "current_mode_update")[-1]["currentModeId"] == "plan"
         assert "now `high`" in await reply(agent, sid, "/thinking high")

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.anyio
 WAIT_LIMIT = 20.0  # seconds any one thing may take before the test fails
 NOTE = re.compile(r"\[Background job job-1 \(`cat release\.fifo > /dev/null; echo job says bye`\) exited with "
                   r"code 0 after \d+\.\ds\. Use process\(action=\"poll\", job_id=\"job-1\"\) for output not shown "
-                  r"here\. Its last output:\njob says bye\n\]")
+                  r"here\. Its last output:\]\n<job-output job=\"job-1\">\njob says bye\n</job-output>")
 NOTICE = re.compile(r"\n\n⏹ Background job job-1 \(`cat release\.fifo > /dev/null; echo job says bye`\) exited "
                     r"with code 0 after \d+\.\ds — the agent will see this at its next turn\.\n")
 

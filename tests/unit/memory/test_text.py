@@ -1,0 +1,30 @@
+"""``memory.text``: one line of text, and one line of literal Markdown."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_hermes_memory.text import markdown_line, one_line
+
+
+def test_one_line_collapses_whitespace_and_cuts_with_an_ellipsis() -> None:
+    assert one_line("a\n  b\tc", 10) == "a b c"
+    assert one_line("abcdef ghij", 8) == "abcdef…"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("[click](javascript:alert(1))", "\\[click\\](javascript:alert(1))"),
+    ("![img](https://x/y.png)", "\\!\\[img\\](https://x/y.png)"),
+    ("**bold** _it_ ~~gone~~ `code`", "\\*\\*bold\\*\\* \\_it\\_ \\~\\~gone\\~\\~ \\`code\\`"),
+    ("<b>html</b> &amp; <https://x>", "\\<b\\>html\\</b\\> \\&amp; \\<https://x\\>"),
+    ("title\n# heading\r\n- item\u2028| a | b |\u0085end", "title \\# heading - item \\| a \\| b \\| end"),
+    ("back\\slash", "back\\\\slash"),
+    ("zero\u200bwidth \u202ereversed\x00", "zerowidth reversed"),
+    ("Plain title: v1.2 (stable)", "Plain title: v1.2 (stable)"),
+])
+def test_markdown_line_shows_text_literally_on_one_line(text: str, shown: str) -> None:
+    assert markdown_line(text, 200) == shown
+
+
+def test_markdown_line_is_cut_before_it_is_escaped() -> None:
+    assert markdown_line("*" * 10, 5) == "\\*\\*\\*\\*…"
