@@ -377,5 +377,7 @@ def test_every_command_into_a_closed_pipe_exits_quietly(tmp_path: Path, fake_ant
             assert noise not in result.stderr, (name, result.stderr)
         if name == "help":  # argparse's own printing: quiet, its status 0
             assert result.returncode == 0, result.stderr
+        elif name == "setup":  # with no terminal and nothing piped in it prints nothing: it says why on stderr
+            assert result.returncode == 1 and "no terminal to ask on" in result.stderr, result.stderr
         elif workspace != tmp_path or not name.startswith("checkpoints"):
             assert result.returncode == 141, (name, result.returncode, result.stderr)
