@@ -20,6 +20,7 @@ from acp_hermes.config import (
     ConfigError,
     Paths,
     Settings,
+    home_problem,
     load_settings,
     names_a_variable,
     paths_from_env,
@@ -293,6 +294,20 @@ def _sandbox_status(settings: Settings | None) -> str:
     return line
 
 
+UNCHECKED = "not checked: HERMES_HOME cannot be used (see Problems)"
+
+
+def _presence(path: Path) -> str:
+    """Nothing for a file that is there; a note for one that is not yet, or cannot be looked at."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return "  (not created yet)"
+    except OSError as exc:
+        return f"  (cannot be looked at: {exc.strerror or exc})"
+    return ""
+
+
 def run_doctor(*, repair: bool = False) -> int:
     paths = paths_from_env()
     problems: list[str] = []
@@ -308,11 +323,7 @@ def run_doctor(*, repair: bool = False) -> int:
         ("SOUL.md", paths.soul),
         ("checkpoints", paths.checkpoints),
     ):
-        print(f"  {label:<17} {path}{'' if path.exists() else '  (not created yet)'}")
-    if paths.home.exists() and not os.access(paths.home, os.W_OK):
-        problems.append(f"{paths.home} is not writable")
-    from acp_hermes.app.local_settings import home_problem
-
+        print(f"  {label:<17} {path}{_presence(path)}")
     if (blocked := home_problem(paths)) is not None:
         problems.append(blocked)
 
@@ -337,13 +348,16 @@ def run_doctor(*, repair: bool = False) -> int:
         print(f"  env {env:<19} {state}")
 
     print("\nPermission grants")
-    for line in _grants(paths.permissions_file):
+    for line in _grants(paths.permissions_file) if blocked is None else [UNCHECKED]:
         print(f"  {line}")
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
     print(f"  {_sandbox_status(settings)}")
-    _session_database(paths.state_db, repair, problems)
+    if blocked is None:
+        _session_database(paths.state_db, repair, problems)
+    else:
+        print(f"  session database: {UNCHECKED}")
     rg = shutil.which("rg")
     print(f"  ripgrep: {rg or 'not found (search_files uses the built-in Python search)'}")
     from acp_hermes.core.system_prompt import find_context_files
@@ -353,12 +367,21 @@ def run_doctor(*, repair: bool = False) -> int:
 
     effective = settings or Settings()  # the checks below still work with the defaults
     print("\nMemory")
-    _memory_files(paths, effective, problems)
+    if blocked is None:
+        _memory_files(paths, effective, problems)
+    else:
+        print(f"  memory files: {UNCHECKED}")
     _memory_provider(paths, effective, problems)
     print("\nSkills")
-    _skills(paths, effective, problems)
+    if blocked is None:
+        _skills(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nCheckpoints")
-    _checkpoints(paths, effective, problems)
+    if blocked is None:
+        _checkpoints(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nMCP servers")
     _mcp_servers(effective, problems)
     print("\nEditors")

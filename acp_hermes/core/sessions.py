@@ -526,6 +526,11 @@ class SessionManager:
         deleted = db.delete_session(session_id)
         for other in others:
             db.delete_session(other)
+        from acp_hermes.core.checkpoints import forget_sessions
+
+        # And its checkpoints: their copies of the workspace's files are the session's too.
+        for problem in forget_sessions(self.runtime.paths.checkpoints, [session_id, *others])[1]:
+            log.warning("session %s deleted, but %s", session_id, problem)
         return deleted
 
     def close_all(self) -> list[Session]:
