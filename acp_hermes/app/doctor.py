@@ -27,6 +27,7 @@ from acp_hermes.config import (
     read_config_file,
 )
 from acp_hermes_memory.grants import GrantStore
+from acp_hermes_memory.text import counted
 
 
 def _fts5_status() -> str:
@@ -107,25 +108,21 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
 
     with progress("repairing the session database"):
         report = repair(path)
-    print(f"  repaired: a fresh session database holds {_counted(report.sessions, 'session')} and "
-          f"{_counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
+    print(f"  repaired: a fresh session database holds {counted(report.sessions, 'session')} and "
+          f"{counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
           f"{report.damaged_copy}")
     if (placeholders := report.placeholder_sessions) > 0:
-        print(f"  of those, {_counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
+        print(f"  of those, {counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
               "title and folder: their messages are kept under the title “(recovered messages)”")
     if not report.counted:
         print("  the damaged file's indexes cannot be read either, so how much was lost is unknown")
     elif report.unreadable_rows:
-        lost = [_counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
+        lost = [counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
                                                           (report.lost_messages, "message")) if count]
         print(f"  lost: {' and '.join(lost)} that the damaged file lists but that cannot be read")
     else:
         print("  nothing lost: every session and message the damaged file lists was recovered")
 
-
-def _counted(count: int, noun: str) -> str:
-    """``1 session``, ``2 sessions``: plurals written out."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 
