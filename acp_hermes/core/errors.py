@@ -11,6 +11,11 @@ class InvalidInput(ValueError):
     """A request the core cannot serve as asked (a bad option, a relative path); the message says why."""
 
 
+class ModeUnavailable(InvalidInput):
+    """A mode this session does not offer (``bypass`` where no sandbox runs): the message is the reason,
+    written to the user, who reads it where the editor shows the error."""
+
+
 # No session with this id, in memory or in the SessionDB. One class with the SessionDB's own, so a
 # session another process deleted while this one still holds it is "not found" too, wherever noticed.
 SessionNotFoundError = SessionNotFound
