@@ -236,6 +236,9 @@ class Settings(BaseModel):
     skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
     mcp_servers: dict[str, Any] = Field(default_factory=dict)  # MCP servers every session connects (tools.mcp.specs)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
+    # Offer bypass where no sandbox runs: every command then runs with the user's rights, unasked. Read from
+    # this file only (no environment variable, no project file): the user's own, explicit choice.
+    allow_unsandboxed_bypass: bool = Field(default=False, strict=True)
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     sandbox_env: list[str] = Field(default_factory=list)  # more environment variables sandboxed commands see
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -201,6 +201,14 @@ class SandboxStatus:
         return self.sandbox is not None
 
 
+SANDBOX_OFF = "turned off in the configuration (sandbox: off)"
+
+
+def sandbox_status(enabled: bool) -> SandboxStatus:
+    """The sandbox commands get with the configuration's ``sandbox`` setting (``enabled``: not off)."""
+    return detect() if enabled else SandboxStatus(None, SANDBOX_OFF)
+
+
 @functools.cache
 def detect() -> SandboxStatus:
     """The sandbox this machine offers, tried once per process: a bubblewrap that exists but cannot
@@ -298,9 +306,7 @@ class SessionSandbox:
 
     @property
     def status(self) -> SandboxStatus:
-        if not self.enabled:
-            return SandboxStatus(None, "turned off in the configuration (sandbox: off)")
-        return detect()
+        return sandbox_status(self.enabled)
 
     @property
     def available(self) -> bool:

@@ -66,10 +66,10 @@ class HermesAgent:
     """Handlers for every ACP method acp-hermes supports."""
 
     def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None,
-                 db_opening: Future[SessionDB] | None = None) -> None:
+                 db_opening: Future[SessionDB] | None = None, sandbox_probe: Future[None] | None = None) -> None:
         self._paths = paths
         self._config_error = config_error
-        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening)
+        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
         self._abilities = ClientAbilities()
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import argparse
     from concurrent.futures import Future
 
-    from acp_hermes.config import Paths
+    from acp_hermes.config import Paths, Settings
     from acp_hermes_memory.session_db import SessionDB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -209,7 +209,7 @@ def serve(log_level: str | None) -> int:
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -228,6 +228,7 @@ def serve(log_level: str | None) -> int:
         log.error("configuration error: %s", problem)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
     db_opening = _open_state_db_early(paths)
+    sandbox_probe = _probe_sandbox_early(settings)
 
     import asyncio
 
@@ -235,7 +236,7 @@ def serve(log_level: str | None) -> int:
 
     gc.freeze()  # later collections need not walk all that again
     gc.enable()
-    agent = HermesAgent(paths, settings, problem, db_opening)
+    agent = HermesAgent(paths, settings, problem, db_opening, sandbox_probe)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
@@ -313,6 +314,32 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
 
     threading.Thread(target=open_db, name="state.db open", daemon=True).start()
     return opening
+
+
+def _probe_sandbox_early(settings: Settings | None) -> Future[None]:
+    """Try the OS sandbox on a thread while the ACP SDK is imported.
+
+    Whether ``bypass`` is offered is part of the ``session/new`` answer, and it depends on whether
+    bubblewrap can start here (tens of milliseconds): begun now, the answer is there long before.
+    ``Runtime.sandbox`` takes it (``tools.sandbox.detect`` keeps it for the process).
+    """
+    import threading
+    from concurrent.futures import Future
+
+    probing: Future[None] = Future()
+
+    def probe() -> None:
+        try:
+            from acp_hermes_tools.sandbox import detect
+
+            if settings is None or settings.sandbox != "off":
+                detect()
+            probing.set_result(None)
+        except BaseException as exc:  # tried again where it is needed
+            probing.set_exception(exc)
+
+    threading.Thread(target=probe, name="sandbox probe", daemon=True).start()
+    return probing
 
 
 if __name__ == "__main__":

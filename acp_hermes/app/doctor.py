@@ -26,6 +26,7 @@ from acp_hermes.config import (
     paths_from_env,
     read_config_file,
 )
+from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.grants import GrantStore
 from acp_hermes_memory.text import counted
 
@@ -274,15 +275,22 @@ def _key_problem(paths: Paths, settings: Settings) -> str | None:
             "save the key itself")
 
 
-def _sandbox_status(settings: Settings | None) -> str:
-    if settings is not None and settings.sandbox == "off":
-        return "command sandbox: turned off in the configuration (sandbox: off)"
-    from acp_hermes_tools.sandbox import HOME_NOTICE, detect
+def _sandbox_status(settings: Settings | None, problems: list[str]) -> str:
+    from acp_hermes_tools.sandbox import HOME_NOTICE, SANDBOX_OFF, sandbox_status
 
-    status = detect()
+    status = sandbox_status(settings is None or settings.sandbox != "off")
     network = "network allowed" if settings is not None and settings.sandbox_network else "no network"
     if not status.available:
-        return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
+        allowed = settings is not None and settings.allow_unsandboxed_bypass
+        if settings is not None and settings.default_mode is Mode.BYPASS and not allowed:
+            problems.append("default_mode is bypass, but no sandbox can run commands here: sessions start in "
+                            "default mode (set allow_unsandboxed_bypass: true to allow bypass without a sandbox)")
+        bypass = ("bypass is allowed without it (allow_unsandboxed_bypass): there every command runs with your "
+                  "rights, unasked" if allowed else
+                  "bypass is not offered (allow_unsandboxed_bypass: true would allow it: every command would run "
+                  "with your rights, unasked)")
+        where = SANDBOX_OFF if status.detail == SANDBOX_OFF else f"unavailable ({status.detail})"
+        return f"command sandbox: {where}; every command asks as its mode requires; {bypass}"
     line = (f"command sandbox: {status.detail}; workspace and $TMPDIR writable, .git/.envrc/.vscode/… read-only, "
             f"credentials hidden, no Unix sockets, no capabilities, {network}")
     here, home = Path.cwd().resolve(), Path.home().resolve()
@@ -350,7 +358,7 @@ def run_doctor(*, repair: bool = False) -> int:
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
-    print(f"  {_sandbox_status(settings)}")
+    print(f"  {_sandbox_status(settings, problems)}")
     if blocked is None:
         _session_database(paths.state_db, repair, problems)
     else:

@@ -272,6 +272,10 @@ class Session:
             self._notify(f"⚠️ MCP server `{connection.name}` {what}: {connection.detail}. "
                          "The session goes on without its tools; `/mcp` shows every server.")
 
+    def tell(self, text: str) -> None:
+        """Tell the user ``text`` now, outside any turn (what the manager says as the session opens)."""
+        self._notify(text)
+
     def _notify(self, text: str) -> None:
         """Tell the user ``text`` now, outside any turn (a server's failure)."""
         import uuid

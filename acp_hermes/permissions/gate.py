@@ -139,6 +139,9 @@ class PermissionGate:
             display = (*display, TextDisplay(
                 f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
                 "your own permissions, so acp-hermes asks before commands as its mode requires."
+                + (" In bypass, which your config allows without a sandbox (allow_unsandboxed_bypass), that "
+                   "is unasked, except what acp-hermes rates dangerous or cannot see through."
+                   if self.mode is Mode.BYPASS else "")
             ))
         elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
             from acp_hermes_tools.sandbox import HOME_NOTICE

@@ -16,8 +16,10 @@ in ``accept-edits`` and ``bypass``, a grant given there covers it only inside th
 command that needs to leave it (the network, writes outside the workspace, writes to what the
 sandbox keeps read-only because it runs later — a repository's ``.git``, ``.envrc`` …) always
 asks, saying why. Without a sandbox, grants given without one run commands as they are, and
-``bypass`` runs unasked only what the analysis can see in full: inline interpreter code, programs
-named at run time and other opaque forms ask.
+``bypass`` — offered there only when the user's own config allows it (``core.choices``) — runs
+unasked only what the analysis can see in full: inline interpreter code, programs named at run
+time, programs without rules given another program's name and other opaque forms ask. That, and the
+refusal of catastrophic commands, is a courtesy there, not a boundary: a spelling no rule knows runs.
 
 Grants are allowlists: a remembered key covers an invocation only as ``command_keys`` names it —
 the same executable, no environment assignments, only options known to be harmless for it.
