@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -144,8 +145,9 @@ class DelegationSettings(BaseModel):
         if unknown:
             raise PydanticCustomError(
                 "unknown_toolset",
-                "unknown toolset(s) {unknown}; known: {known}",
-                {"unknown": ", ".join(unknown), "known": ", ".join(TOOLSETS)},
+                "unknown {toolsets} {unknown}; known: {known}",
+                {"toolsets": "toolset" if len(unknown) == 1 else "toolsets", "unknown": ", ".join(unknown),
+                 "known": ", ".join(TOOLSETS)},
             )
         return list(dict.fromkeys(value))
 
@@ -234,6 +236,9 @@ class Settings(BaseModel):
     skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
     mcp_servers: dict[str, Any] = Field(default_factory=dict)  # MCP servers every session connects (tools.mcp.specs)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
+    # Offer bypass where no sandbox runs: every command then runs with the user's rights, unasked. Read from
+    # this file only (no environment variable, no project file): the user's own, explicit choice.
+    allow_unsandboxed_bypass: bool = Field(default=False, strict=True)
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     sandbox_env: list[str] = Field(default_factory=list)  # more environment variables sandboxed commands see
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -257,6 +262,22 @@ class Settings(BaseModel):
         if value is True and info.field_name == "sandbox":
             return "auto"
         return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        """``debug`` is ``DEBUG``, as for ``--log-level`` and ``ACP_HERMES_LOG_LEVEL``."""
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("model", "auxiliary_model", mode="after")
+    @classmethod
+    def _named(cls, value: str, info: ValidationInfo) -> str:
+        """An empty model name would reach the API as ``model: ""`` and fail every turn: refuse it here."""
+        if not value.strip():
+            default = DEFAULT_MODEL if info.field_name == "model" else DEFAULT_AUXILIARY_MODEL
+            raise PydanticCustomError("empty_model", "a model name cannot be empty (the default is {default})",
+                                      {"default": default})
+        return value.strip()
 
     @field_validator("delegation", "checkpoints", "budget", "web", "memory", mode="before")
     @classmethod
@@ -290,6 +311,44 @@ def paths_from_env(env: Mapping[str, str] | None = None) -> Paths:
     env = os.environ if env is None else env
     home = env.get(ENV_HOME) or os.path.join(os.path.expanduser("~"), ".hermes")
     return Paths(Path(home).expanduser().resolve())
+
+
+def home_problem(paths: Paths) -> str | None:
+    """Why acp-hermes cannot keep its files under ``HERMES_HOME`` (one sentence), or None.
+
+    A file where a directory belongs, or a directory this user cannot read, write and enter, fails
+    every read and write beneath it (and ``Path.exists`` raises instead of answering); this names the
+    folder and what to do instead, so no command and no ``session/new`` has to meet the error first.
+    """
+    for directory, label, purpose in (
+        (paths.home, f"HERMES_HOME {paths.home}", "set HERMES_HOME to a directory (or move the file away)"),
+        (paths.own, str(paths.own), "move it away (acp-hermes keeps its configuration, logs and sessions in "
+                                    "that directory)"),
+    ):
+        try:
+            found = directory.stat()
+        except FileNotFoundError:
+            return _uncreatable(directory, label)
+        except OSError as exc:  # a parent folder this user cannot enter
+            return (f"{label} cannot be reached ({exc.strerror or exc}): give this user access to its parent "
+                    "folders, or set HERMES_HOME to a directory of your own")
+        if not stat.S_ISDIR(found.st_mode):
+            return f"{label} is a file, not a directory: {purpose}"
+        if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+            fix = (f"chmod u+rwx {directory}" if found.st_uid == os.geteuid()
+                   else f"it belongs to user {found.st_uid}: chown it to this user")
+            return (f"{label} cannot be read and written by this user: give it back its permissions ({fix}) "
+                    "or set HERMES_HOME to a directory of your own")
+    return None
+
+
+def _uncreatable(directory: Path, label: str) -> str | None:
+    """Why a missing ``directory`` cannot be created, or None when its nearest existing parent allows it."""
+    parent = next(p for p in directory.parents if os.path.lexists(p))
+    if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+        return None
+    return (f"{label} does not exist and cannot be created: {parent} is not a directory this user can write; "
+            "set HERMES_HOME to a directory of your own")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -328,14 +387,32 @@ def _describe(error: ValidationError, source: Path) -> str:
     return f"{source}: " + "; ".join(problems)
 
 
+def _describe_environment(error: ValidationError, env: Mapping[str, str]) -> str:
+    """What is wrong with a value the environment set, named by its variable (``ACP_HERMES_LOG_LEVEL=loud``)."""
+    variables = {"api_key": ENV_API_KEY, "base_url": ENV_BASE_URL, "model": ENV_MODEL, "log_level": ENV_LOG_LEVEL}
+    problems = []
+    for item in error.errors()[:5]:
+        key = str(item["loc"][0]) if item["loc"] else ""
+        name = variables.get(key)
+        problems.append(f"{name}={env.get(name, '')!r}: {item['msg']}" if name else f"`{key}`: {item['msg']}")
+    return "environment: " + "; ".join(problems)
+
+
 _VARIABLE_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
+
+
+def names_a_variable(value: object) -> bool:
+    """Whether ``value``, given as an API key, is the name of a variable rather than a key
+    (``ANTHROPIC_API_KEY``, ``$ANTHROPIC_API_KEY``, ``${ANTHROPIC_API_KEY}``): neither an editor's ``env``
+    nor config.yaml expands variables, so such a value reaches us as written."""
+    return isinstance(value, str) and _VARIABLE_NAME.fullmatch(value.strip()) is not None
 
 
 def _real_key(value: str | None) -> str | None:
     """The environment's API key, unless it is the name of a variable rather than a key (an editor
     config that passes the literal string ``ANTHROPIC_API_KEY`` when the variable is unset): then
     the key saved by ``setup`` is used instead."""
-    if value and _VARIABLE_NAME.fullmatch(value.strip()):
+    if value and names_a_variable(value):
         log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
         return None
     return value
@@ -346,18 +423,26 @@ def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = No
     env = os.environ if env is None else env
     paths = paths or paths_from_env(env)
     values = read_config_file(paths.config_file)
-    try:
-        Settings.model_validate(values)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, paths.config_file)) from exc
+    check_config(values, paths.config_file)
+    if names_a_variable(values.get("api_key")):  # as if there were none: the editor then offers `setup`
+        log.warning("ignoring api_key %r in %s: that is a variable's name, not an API key (config.yaml does not "
+                    "expand variables)", values.pop("api_key"), paths.config_file)
     overrides = {
         "api_key": _real_key(env.get(ENV_API_KEY)),
         "base_url": env.get(ENV_BASE_URL),
         "model": env.get(ENV_MODEL),
-        "log_level": env.get(ENV_LOG_LEVEL, "").upper() or None,
+        "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
     }
     values.update({key: value for key, value in overrides.items() if value})
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, Path("environment"))) from exc
+        raise ConfigError(_describe_environment(exc, env)) from exc
+
+
+def check_config(values: Mapping[str, Any], source: Path) -> Settings:
+    """``values`` (a config file's) as settings; ConfigError naming the file and the keys at fault."""
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from exc

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes_memory.fact_store import FactStore
-from acp_hermes_memory.providers import FENCE_OPEN, MemoryProvider, current_session_id
+from acp_hermes_memory.frames import has_tag
+from acp_hermes_memory.providers import FENCE_NAME, FENCE_OPEN, MemoryProvider, current_session_id
 from acp_hermes_memory.scan import first_threat
 
 RECALLED = 8
@@ -89,6 +90,8 @@ class FactsProvider(MemoryProvider):
     def _refusal(entity: str, fact: str) -> str | None:
         if not entity.strip() or not fact.strip():
             return "Not kept: a fact needs an entity and one sentence about it."
+        if has_tag(f"{entity}: {fact}", FENCE_NAME):
+            return f"Not kept: a fact cannot hold a <{FENCE_NAME}> tag, the fence recall rides in."
         threat = first_threat(f"{entity}: {fact}")
         return f"Not kept: the fact looks like a prompt injection ({threat})." if threat else None
 

@@ -26,8 +26,9 @@ from acp_hermes_memory.values import value
 
 # The fence a provider's recall rides in, inside the user's message (``acp_hermes.core.memory_fence``):
 # part of the contract, so a provider can leave recall out of what it reads as the conversation.
-FENCE_OPEN = "<memory-context>"
-FENCE_CLOSE = "</memory-context>"
+FENCE_NAME = "memory-context"
+FENCE_OPEN = f"<{FENCE_NAME}>"
+FENCE_CLOSE = f"</{FENCE_NAME}>"
 
 
 class MemoryProvider:

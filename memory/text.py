@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+_MARKDOWN = r"([\\`*_\[\]<>&~|!#])"  # what starts or ends Markdown inline syntax (compiled when first used)
+
 
 def one_line(text: str, limit: int) -> str:
     """``text`` on one line (runs of whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def markdown_line(text: str, limit: int) -> str:
+    """``text`` as one line of literal Markdown text (a title from the web, shown in a card): whitespace and
+    line breaks of every kind collapsed, control and format characters dropped, cut to ``limit``, and every
+    character Markdown would read as syntax escaped with a backslash, so nothing in it becomes a link,
+    an image, emphasis, HTML or a new line of its own."""
+    import re
+    import unicodedata
+
+    visible = "".join(char for char in text if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf"))
+    return re.sub(_MARKDOWN, r"\\\1", one_line(visible, limit))
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``count`` with its noun written out ("1 file", "2 files", "3 entries" with ``plural``)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"

@@ -116,7 +116,15 @@ class FileChange:
 
 
 class PermissionDenied(Exception):
-    """The call may not run; the message is what the model is told."""
+    """The call may not run; the message is what the model is told, ``shown`` what the user reads.
+
+    The two differ where the model's text carries instructions for it ("do not retry it"): the user
+    is told what happened in their own terms. Without ``shown`` both read the message.
+    """
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = message if shown is None else shown
 
 
 class EditorRefused(Exception):
@@ -212,7 +220,13 @@ class JobEnded:
         return job_status(self.exit_code, self.signal)
 
     def note(self) -> str:
-        """A short note for the model: what ended, how, after how long, and its last output."""
+        """A short note for the model: what ended, how, after how long, and its last output.
+
+        The output is data from the job: scanned like any tool output (a warning in front when it carries
+        injection patterns) and framed in ``<job-output>``, which nothing in it can close."""
+        from acp_hermes_memory.frames import framed
+        from acp_hermes_memory.scan import warned
+
         lines = self.command.strip().splitlines()
         command = one_line(lines[0], 80) if lines else ""
         if len(lines) > 1 and not command.endswith("…"):
@@ -221,10 +235,12 @@ class JobEnded:
                 f" Use process(action=\"poll\", job_id=\"{self.job_id}\") for output not shown here.")
         if not self.tail.strip():
             return f"{head} It printed nothing.]"
-        return f"{head} Its last output:\n{self.tail.rstrip()}\n]"
+        output = framed(JOB_OUTPUT_FRAME, self.tail.rstrip(), job=self.job_id)
+        return warned("background job's output", f"{head} Its last output:]\n{output}")
 
 
 JOB_TAIL_LINES = 20
+JOB_OUTPUT_FRAME = "job-output"
 
 
 def job_status(exit_code: int | None, signal: str | None) -> str:

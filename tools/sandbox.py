@@ -13,13 +13,17 @@ a sandbox the kernel enforces. On Linux (and WSL2) that is bubblewrap, set up in
 4. hidden, last, so no writable root can un-hide them: the user's credentials and the agent's
    own home (``$HERMES_HOME``);
 5. no capabilities, even when started as root (a new user namespace, every capability dropped,
-   no further user namespaces), its own process, IPC and (unless allowed) network namespaces;
-6. a seccomp filter that refuses Unix sockets (``tools.seccomp``): the ssh-agent, D-Bus, Docker
-   and X11 sockets stay out of reach through the read-only ``/``;
-7. an environment built from an allowlist (``tools.command_env``): no tokens, no socket addresses.
+   no further user namespaces, and root seen as ``nobody`` inside), its own process, IPC and
+   (unless allowed) network namespaces; ``/proc`` read-only as a whole (no kernel knob under
+   ``/proc/sys``, no ``/proc/sysrq-trigger``), like ``/sys`` under the read-only ``/``;
+6. a seccomp filter that allows only the socket families commands need (``tools.seccomp``): the
+   ssh-agent, D-Bus, Docker, syslog and X11 sockets stay out of reach through the read-only ``/``;
+7. an environment built from an allowlist (``tools.command_env``), for bubblewrap itself too (its
+   own process is the sandbox's pid 1, whose environment every command can read): no tokens, no
+   socket addresses.
 
-The start-up probe checks from inside that the capability set is empty and the filter loaded;
-where it is not, there is no sandbox and the user is told. On macOS, ``sandbox-exec`` with a
+The start-up probe checks from inside that the capability set is empty, the filter loaded and
+``/proc`` read-only; where it is not, there is no sandbox and the user is told. On macOS, ``sandbox-exec`` with a
 Seatbelt profile does the same with rules: writes only in the roots (never to the protected
 names, existing or new), no reads of the hidden paths, no network, no Unix sockets.
 
@@ -44,6 +48,7 @@ from pathlib import Path
 from typing import Protocol
 
 from acp_hermes_memory.values import value
+from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.command_env import command_environment
 from acp_hermes_tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
 from acp_hermes_tools.seccomp import LAUNCHER, filter_file
@@ -94,8 +99,12 @@ class Bubblewrap:
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
         args = [
             self.executable, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-            "--unshare-user", *(["--disable-userns"] if self.disable_userns else []), "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--unshare-user", *(["--disable-userns"] if self.disable_userns else []), *_unprivileged_ids(),
+            "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev",
+            # A fresh /proc, read-only as a whole: bubblewrap covers /proc/sys only where it looks writable
+            # to it, and as root it does not look so while its files are (core_pattern runs a program as
+            # the host's root). Read-only, no kernel knob, /proc/sysrq-trigger or process setting changes.
+            "--proc", "/proc", "--remount-ro", "/proc",
         ]  # fmt: skip
         for root in (*profile.writable, profile.scratch):
             args += ["--bind", str(root), str(root)]
@@ -110,17 +119,37 @@ class Bubblewrap:
                 args += ["--ro-bind", "/dev/null", str(path)]
         if not profile.network:
             args.append("--unshare-net")
-        args.append("--clearenv")
-        for name, text in (*profile.environment, *_scratch_variables(profile.scratch)):
-            args += ["--setenv", name, text]
+        # Bubblewrap's own process stays in the sandbox as its pid 1, with the environment bubblewrap was
+        # started with, readable in /proc/1/environ: so bubblewrap itself starts with the command's
+        # environment only (``env -i``), whoever spawns it (a subprocess of ours, an editor's terminal).
+        clean = [_ENV, "-i", *(f"{name}={text}" for name, text in _variables(profile))]
         if profile.seccomp is None:
-            return [*args, "--", *argv]
-        return ["/bin/sh", "-c", LAUNCHER, "sh", str(profile.seccomp), *args, "--seccomp", "3", "--", *argv]
+            return [*clean, *args, "--", *argv]
+        return [*clean, "/bin/sh", "-c", LAUNCHER, "sh", str(profile.seccomp), *args, "--seccomp", "3", "--", *argv]
 
 
-def _scratch_variables(scratch: Path) -> tuple[tuple[str, str], ...]:
-    """Temp files and caches go to the session's private directory."""
-    return ("TMPDIR", str(scratch)), ("XDG_CACHE_HOME", str(scratch / ".cache"))
+_ENV = "/usr/bin/env"
+NOBODY = 65534  # the overflow id: what unmapped ids look like inside a user namespace
+
+
+def _unprivileged_ids() -> list[str]:
+    """Root outside is not root inside: the command sees itself as ``nobody``.
+
+    Bubblewrap maps the id it runs as onto the one named here. Started as root, the command's files
+    still belong to root outside (the workspace stays writable as before), but inside it is no longer
+    uid 0, so nothing that trusts uid 0 within the namespace (an ``execve`` that would grant root its
+    capabilities back) applies; the kernel's own checks are closed by the read-only mounts above.
+    """
+    if os.getuid() != 0:
+        return []
+    return ["--uid", str(NOBODY), "--gid", str(NOBODY)]
+
+
+def _variables(profile: SandboxProfile) -> tuple[tuple[str, str], ...]:
+    """Every variable the command sees: the allowlisted environment, temp files and caches in the
+    session's private directory."""
+    scratch = profile.scratch
+    return (*profile.environment, ("TMPDIR", str(scratch)), ("XDG_CACHE_HOME", str(scratch / ".cache")))
 
 
 @value
@@ -129,8 +158,8 @@ class Seatbelt:
     name: str = "sandbox-exec"
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
-        variables = [f"{name}={text}" for name, text in (*profile.environment, *_scratch_variables(profile.scratch))]
-        return ["/usr/bin/env", "-i", *variables, self.executable, "-p", seatbelt_profile(profile), "--", *argv]
+        variables = [f"{name}={text}" for name, text in _variables(profile)]
+        return [_ENV, "-i", *variables, self.executable, "-p", seatbelt_profile(profile), "--", *argv]
 
 
 def seatbelt_profile(profile: SandboxProfile) -> str:
@@ -172,6 +201,14 @@ class SandboxStatus:
         return self.sandbox is not None
 
 
+SANDBOX_OFF = "turned off in the configuration (sandbox: off)"
+
+
+def sandbox_status(enabled: bool) -> SandboxStatus:
+    """The sandbox commands get with the configuration's ``sandbox`` setting (``enabled``: not off)."""
+    return detect() if enabled else SandboxStatus(None, SANDBOX_OFF)
+
+
 @functools.cache
 def detect() -> SandboxStatus:
     """The sandbox this machine offers, tried once per process: a bubblewrap that exists but cannot
@@ -200,13 +237,16 @@ def detect() -> SandboxStatus:
 
 def _probe(sandbox: Bubblewrap, seccomp: Path) -> str:
     """Why ``sandbox`` does not hold on this machine, or "" when it does (checked from inside)."""
-    with tempfile.TemporaryDirectory(prefix="acp-hermes-probe-") as scratch:
-        profile = SandboxProfile((), Path(scratch), (), environment=(("PATH", "/usr/bin:/bin"),), seccomp=seccomp)
+    scratch = temp_dirs.make("probe")
+    try:
+        profile = SandboxProfile((), scratch, (), environment=(("PATH", "/usr/bin:/bin"),), seccomp=seccomp)
         try:
-            probe = subprocess.run(sandbox.wrap(["cat", "/proc/self/status"], profile), capture_output=True,
+            probe = subprocess.run(sandbox.wrap(["/bin/sh", "-c", _PROBE], profile), capture_output=True,
                                    timeout=10, check=False, text=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap does not start: {exc}"
+    finally:
+        temp_dirs.release(scratch)
     if probe.returncode != 0:
         detail = probe.stderr.strip().splitlines()[-1:] or [f"exit status {probe.returncode}"]
         return f"bubblewrap cannot create a sandbox here: {detail[0]}"
@@ -216,7 +256,14 @@ def _probe(sandbox: Bubblewrap, seccomp: Path) -> str:
         return f"bubblewrap cannot drop every capability here (CapEff {capabilities or 'unknown'})"
     if status.get("Seccomp", "").strip() != "2":
         return "bubblewrap did not load the seccomp filter"
+    if status.get("ProcSys", "").strip() != "read-only":
+        return "bubblewrap left /proc/sys writable"
     return ""
+
+
+# What the probe reads from inside: the process's status, and whether a kernel knob can be opened for writing.
+_PROBE = "cat /proc/self/status; test -w /proc/sys/kernel/core_pattern && echo ProcSys: writable || " \
+         "echo ProcSys: read-only"
 
 
 def hidden_paths(home: Path, hermes_home: Path) -> tuple[Path, ...]:
@@ -259,9 +306,7 @@ class SessionSandbox:
 
     @property
     def status(self) -> SandboxStatus:
-        if not self.enabled:
-            return SandboxStatus(None, "turned off in the configuration (sandbox: off)")
-        return detect()
+        return sandbox_status(self.enabled)
 
     @property
     def available(self) -> bool:
@@ -311,16 +356,17 @@ class SessionSandbox:
         return moved
 
     def scratch(self) -> Path:
-        """The session's private temp directory ($TMPDIR inside the sandbox), made on first use."""
+        """The session's private temp directory ($TMPDIR inside the sandbox), made on first use and named
+        after this process (``tools.temp_dirs``), so a later start removes it if this process is killed."""
         if self._scratch is None:
             tag = "".join(c for c in self._session_id if c.isalnum() or c in "-_")[:32] or "session"
-            self._scratch = Path(tempfile.mkdtemp(prefix=f"acp-hermes-sandbox-{tag}-"))
+            self._scratch = temp_dirs.make("sandbox", tag)
         return self._scratch
 
     def discard(self) -> None:
         """Remove the private temp directory (the session ended); a later command would get a new one."""
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            temp_dirs.release(self._scratch)
             self._scratch = None
 
     def describe(self) -> list[str]:
@@ -337,7 +383,8 @@ class SessionSandbox:
             + " (what would run later outside the sandbox); what a command creates among them is moved to "
             f"{self.quarantine}",
             f"hidden: {', '.join(str(path) for path in self.hidden if path.exists()) or '(none present)'}",
-            f"network: {network}; Unix sockets (ssh-agent, D-Bus, Docker) refused; no capabilities, even as root",
+            f"network: {network}; Unix sockets outside (ssh-agent, D-Bus, Docker, syslog) out of reach",
+            "no capabilities and no kernel settings (/proc and /sys read-only), even as root (nobody inside)",
             "environment: only the variables commands need (PATH, HOME, locale, terminal, toolchains); no tokens",
         ]
         if self.holds_home:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from acp_hermes_memory.frames import framed
 from acp_hermes_memory.recall import (
     ALL_ROLES,
     DEFAULT_PARALLEL,
@@ -91,7 +92,8 @@ SUMMARY_SYSTEM = (
 def summary_prompt(request: SummaryRequest) -> str:
     """The user message for one session's recap: topic, session label, then the conversation."""
     title = request.title or "untitled"
-    return f"Search topic: {request.query}\nSession: {title}\n\n<conversation>\n{request.conversation}\n</conversation>"
+    conversation = framed("conversation", request.conversation)
+    return f"Search topic: {request.query}\nSession: {title}\n\n{conversation}"
 
 
 def auxiliary_summarizer(model: AuxiliaryModel) -> Summarizer:

@@ -8,6 +8,7 @@ reads and writes ``fs/*`` and commands ``terminal/*``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from acp import RequestError
 
+from acp_hermes.adapter.launchers import SHELL, LaunchScripts, shown
 from acp_hermes.adapter.render import locations, render_update, subagent_ended, subagent_started, tool_content
 from acp_hermes.adapter.sdk import transport_of
 from acp_hermes.core.events import ChildEnded, ChildEvent, ChildStarted, Event, ToolCallFinished
@@ -32,6 +34,7 @@ from acp_hermes_tools.contracts import (
     Display,
     EditorRefused,
     Location,
+    PermissionDenied,
     Question,
     TerminalDisplay,
 )
@@ -196,23 +199,37 @@ class PermissionRequests:
         return call
 
     async def ask(self, question: PermissionQuestion) -> str:
+        """The option the user chose; an editor that answers with an error (or with an answer too deep to
+        read) fails the question at once, ``PermissionDenied`` with its reason: the call does not run."""
         params = {
             "sessionId": self._session_id,
             "toolCall": self.tool_call(question),
             "options": [
-                {"optionId": option.option_id, "name": option.label, "kind": option.option_kind}
+                {"optionId": option.option_id, "name": option.label, "kind": option.option_id}
                 for option in question.options
             ],
         }
         try:
             result = await self._link.request("session/request_permission", params)
-        except (RequestError, ConnectionError) as exc:
+        except ConnectionError as exc:  # the editor is gone: nobody is there to tell
             log.warning("permission request failed (%s); treating it as cancelled", exc)
             return CANCELLED
-        outcome = (result or {}).get("outcome") or {}
+        except RequestError as exc:  # an error for an answer, or one the transport could not read
+            raise _unanswered(question, editor_reason(exc)) from None
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        outcome = outcome if isinstance(outcome, dict) else {}
         if outcome.get("outcome") == "selected":
-            return str(outcome.get("optionId", ""))
-        return CANCELLED
+            return str(outcome.get("optionId", ""))  # an option that was not offered counts as a rejection
+        if outcome.get("outcome") == "cancelled":
+            return CANCELLED
+        raise _unanswered(question, "its answer has no outcome of a known kind")
+
+
+def _unanswered(question: PermissionQuestion, reason: str) -> PermissionDenied:
+    """The question failed in the editor: the call does not run, and the user and the model are told why."""
+    log.warning("permission request for call %s failed: %s", question.call_id, reason)
+    return PermissionDenied(f"No answer to the permission question could be read from the editor ({reason}); "
+                            "the action did not run.")
 
 
 @value
@@ -231,18 +248,20 @@ class ClientEditor(LocalEditor):
 
     Reads through ``fs/read_text_file`` see unsaved buffers; writes through
     ``fs/write_text_file`` land in the editor's buffers and review UI; commands run in the
-    client's terminals. One catch: after our own shell command changes a file on disk, the
-    editor's buffer may still hold the old text. So a file is read from disk when a command
-    started after we last saw it through the editor and the file changed on disk since.
+    client's terminals, titled with the user's command line (``adapter.launchers``). One catch:
+    after our own shell command changes a file on disk, the editor's buffer may still hold the
+    old text. So a file is read from disk when a command started after we last saw it through the
+    editor and the file changed on disk since.
     """
 
     def __init__(self, link: ClientLink, session_id: str, abilities: ClientAbilities,
-                 view: ClientView | None = None) -> None:
+                 view: ClientView | None = None, launchers: LaunchScripts | None = None) -> None:
         super().__init__()
         self._client = link
         self._session_id = session_id
         self.abilities = abilities
         self._view = view or ClientView()
+        self._launchers = launchers  # None: the terminal gets the whole (wrapped) command line
         self._seen: dict[Path, float] = {}  # when we last read or wrote the file via the editor
 
     def _changed_by_command(self, path: Path) -> bool:
@@ -301,13 +320,33 @@ class ClientEditor(LocalEditor):
             return await super().run_command(request, observer)
         self.last_command_started = time.time()
         argv = self.argv(request.command, request.confinement)
+        script = await self._launch_script(argv, sandboxed=request.confinement is not None)
+        try:
+            if script is None:
+                return await self._run_in_terminal(request, observer, argv[0], argv[1:])
+            return await self._run_in_terminal(request, observer, SHELL, [str(script), shown(request.command)])
+        finally:
+            if script is not None:  # after the command ended (or never started): nothing reads it any more
+                LaunchScripts.remove(script)
+
+    async def _launch_script(self, argv: list[str], *, sandboxed: bool) -> Path | None:
+        if self._launchers is None:
+            return None
+        try:
+            return await anyio.to_thread.run_sync(functools.partial(self._launchers.write, argv, sandboxed=sandboxed))
+        except OSError as exc:
+            log.warning("no launch script (%s): the terminal is titled with the whole command line", exc)
+            return None
+
+    async def _run_in_terminal(self, request: CommandRequest, observer: CommandObserver, command: str,
+                               args: list[str]) -> CommandOutcome:
         try:
             created = await self._client.request(
                 "terminal/create",
                 {
                     "sessionId": self._session_id,
-                    "command": argv[0],
-                    "args": argv[1:],
+                    "command": command,
+                    "args": args,
                     "cwd": str(request.cwd),
                     "outputByteLimit": request.output_limit,
                 },

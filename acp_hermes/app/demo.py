@@ -10,7 +10,8 @@ It spawns ``acp-hermes`` over stdio and drives it with the terminal client of th
   ``HERMES_HOME``: a real session, stored with its title, that an editor can load. The endpoint
   is checked first (``GET /v1/models``): a wrong base URL or a rejected key ends the demo with
   one line saying so and status 1, as does a turn the model could not complete; so the demo
-  doubles as a check of the key and base URL.
+  doubles as a check of the key and base URL. So does an invalid configuration: which model and key
+  to use are unknown then (``--offline`` names it and runs all the same: it does not use it).
 
 Ctrl-C ends it quietly (status 130) on a fresh line; the server stores what the turn had so far.
 """
@@ -106,12 +107,17 @@ def run_demo(*, prompt: str | None, approve_all: bool, cwd: str | None, offline:
 
 
 def _run(*, prompt: str | None, approve_all: bool, cwd: str | None, offline: bool, log_level: str | None) -> int:
-    settings: Settings | None = None
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-    if offline or settings is None or not settings.has_api_key:
+        if not offline:  # which model, which key: unknown, so neither demo is the one asked for
+            print(f"acp-hermes demo: configuration error: {exc} (fix it, or run `acp-hermes demo --offline`)",
+                  file=sys.stderr)
+            return 1
+        # The scripted model in a throwaway HERMES_HOME does not use it; still worth knowing.
+        print(f"acp-hermes demo: configuration error (the offline demo does not use it): {exc}", file=sys.stderr)
+        return _offline(prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
+    if offline or not settings.has_api_key:
         return _offline(prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
     return _with_model(settings, prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
 

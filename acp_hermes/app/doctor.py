@@ -20,10 +20,15 @@ from acp_hermes.config import (
     ConfigError,
     Paths,
     Settings,
+    home_problem,
     load_settings,
+    names_a_variable,
     paths_from_env,
+    read_config_file,
 )
+from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.grants import GrantStore
+from acp_hermes_memory.text import counted
 
 
 def _fts5_status() -> str:
@@ -56,7 +61,7 @@ def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
     if not path.exists():
         print(f"  session database: not created yet ({path})")
         if repair_it:
-            print("  nothing to repair")
+            print("  the session database needs no repair")
         return
     with progress("checking the session database"):
         found = integrity(path)
@@ -73,7 +78,7 @@ def _session_database(path: Path, repair_it: bool, problems: list[str]) -> None:
         print(f"  search index, {index.role}: {_INDEX_STATES[index.state]}{detail}")
     if not damaged:
         if repair_it:
-            print("  nothing to repair")
+            print("  the session database needs no repair")
         return
     if not repair_it:
         problems.append("the search index of the session database is out of step with its messages: "
@@ -104,18 +109,22 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
 
     with progress("repairing the session database"):
         report = repair(path)
-    print(f"  repaired: the damaged file is kept as {report.damaged_copy}")
-    print(f"  recovered {report.sessions:,} session(s) and {report.messages:,} message(s)")
-    if report.placeholder_sessions:
-        print(f"  {report.placeholder_sessions:,} of those sessions lost their own record (title, folder): "
-              "their messages are kept under the title “(recovered messages)”")
+    print(f"  repaired: a fresh session database holds {counted(report.sessions, 'session')} and "
+          f"{counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
+          f"{report.damaged_copy}")
+    if (placeholders := report.placeholder_sessions) > 0:
+        print(f"  of those, {counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
+              "title and folder: their messages are kept under the title “(recovered messages)”")
     if not report.counted:
         print("  the damaged file's indexes cannot be read either, so how much was lost is unknown")
     elif report.unreadable_rows:
-        print(f"  lost (listed by the damaged file's indexes, but unreadable): {report.lost_messages:,} message(s), "
-              f"{report.lost_sessions:,} session(s)")
+        lost = [counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
+                                                          (report.lost_messages, "message")) if count]
+        print(f"  lost: {' and '.join(lost)} that the damaged file lists but that cannot be read")
     else:
-        print("  nothing lost: every session and message the damaged file's indexes list was recovered")
+        print("  nothing lost: every session and message the damaged file lists was recovered")
+
+
 
 
 def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
@@ -137,7 +146,7 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
     store = skill_store(paths, settings, cwd)
     try:
         skills = store.skills()
-        broken = broken_skills(store)
+        broken = broken_skills(store, skills)
     except (OSError, SkillError) as exc:
         problems.append(f"the skills cannot be loaded: {exc}")
         return
@@ -248,21 +257,60 @@ def _editors(problems: list[str]) -> None:
                 problems.append(f"{where}, agent “{entry.name}”: {warning}")
 
 
-def _sandbox_status(settings: Settings | None) -> str:
-    if settings is not None and settings.sandbox == "off":
-        return "command sandbox: turned off in the configuration (sandbox: off)"
-    from acp_hermes_tools.sandbox import HOME_NOTICE, detect
+def _key_problem(paths: Paths, settings: Settings) -> str | None:
+    """Why no API key is in force (one line for one cause), or None.
 
-    status = detect()
+    A variable's name written as config.yaml's key (``api_key: ${ANTHROPIC_API_KEY}``) is not a key:
+    the file expands nothing, so the settings leave it out, and this says why rather than "no API key".
+    """
+    written = read_config_file(paths.config_file).get("api_key")
+    if not names_a_variable(written):
+        return None if settings.has_api_key else f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`"
+    if settings.has_api_key:
+        print(f"  note: config.yaml's api_key {written!r} is a variable's name, not a key ({ENV_API_KEY} from the "
+              "environment is used instead)")
+        return None
+    return (f"config.yaml's api_key is {written!r}, the name of a variable, not a key: config.yaml does not expand "
+            f"variables. Set {ENV_API_KEY} in the environment (an editor's `env`), or run `acp-hermes setup` to "
+            "save the key itself")
+
+
+def _sandbox_status(settings: Settings | None, problems: list[str]) -> str:
+    from acp_hermes_tools.sandbox import HOME_NOTICE, SANDBOX_OFF, sandbox_status
+
+    status = sandbox_status(settings is None or settings.sandbox != "off")
     network = "network allowed" if settings is not None and settings.sandbox_network else "no network"
     if not status.available:
-        return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
+        allowed = settings is not None and settings.allow_unsandboxed_bypass
+        if settings is not None and settings.default_mode is Mode.BYPASS and not allowed:
+            problems.append("default_mode is bypass, but no sandbox can run commands here: sessions start in "
+                            "default mode (set allow_unsandboxed_bypass: true to allow bypass without a sandbox)")
+        bypass = ("bypass is allowed without it (allow_unsandboxed_bypass): there every command runs with your "
+                  "rights, unasked" if allowed else
+                  "bypass is not offered (allow_unsandboxed_bypass: true would allow it: every command would run "
+                  "with your rights, unasked)")
+        where = SANDBOX_OFF if status.detail == SANDBOX_OFF else f"unavailable ({status.detail})"
+        return f"command sandbox: {where}; every command asks as its mode requires; {bypass}"
     line = (f"command sandbox: {status.detail}; workspace and $TMPDIR writable, .git/.envrc/.vscode/… read-only, "
             f"credentials hidden, no Unix sockets, no capabilities, {network}")
     here, home = Path.cwd().resolve(), Path.home().resolve()
     if here == home or here in home.parents:
         line += f"\n  a session opened here ({here}): " + HOME_NOTICE.removeprefix("⚠️ ")
     return line
+
+
+UNCHECKED = "not checked: HERMES_HOME cannot be used (see Problems)"
+
+
+def _presence(path: Path) -> str:
+    """Nothing for a file that is there; a note for one that is not yet, or cannot be looked at."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return "  (not created yet)"
+    except OSError as exc:
+        return f"  (cannot be looked at: {exc.strerror or exc})"
+    return ""
 
 
 def run_doctor(*, repair: bool = False) -> int:
@@ -280,19 +328,16 @@ def run_doctor(*, repair: bool = False) -> int:
         ("SOUL.md", paths.soul),
         ("checkpoints", paths.checkpoints),
     ):
-        print(f"  {label:<17} {path}{'' if path.exists() else '  (not created yet)'}")
-    if paths.home.exists() and not os.access(paths.home, os.W_OK):
-        problems.append(f"{paths.home} is not writable")
-    from acp_hermes.app.local_settings import home_problem
-
-    if (misplaced := home_problem(paths)) is not None:
-        problems.append(misplaced)
+        print(f"  {label:<17} {path}{_presence(path)}")
+    if (blocked := home_problem(paths)) is not None:
+        problems.append(blocked)
 
     print("\nConfiguration (environment > config file > defaults)")
     try:
         settings = load_settings(paths=paths)
     except ConfigError as exc:
-        problems.append(f"invalid configuration: {exc}")
+        if blocked is None:  # else that is why the config cannot be read, and Problems says so already
+            problems.append(f"invalid configuration: {exc}")
         settings = None
     if settings is not None:
         for name, value in settings.model_dump(mode="json").items():
@@ -301,20 +346,23 @@ def run_doctor(*, repair: bool = False) -> int:
             elif name == "mcp_servers":  # their env and headers hold tokens: names only (see MCP servers)
                 value = ", ".join(value) or "(none)"
             print(f"  {name:<23} {human(value)}")
-        if not settings.has_api_key:
-            problems.append(f"no API key: set {ENV_API_KEY} or run `acp-hermes setup`")
+        if (missing := _key_problem(paths, settings)) is not None:
+            problems.append(missing)
     for env in (ENV_HOME, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL):
         state = "set" if os.environ.get(env) else "not set"
         print(f"  env {env:<19} {state}")
 
     print("\nPermission grants")
-    for line in _grants(paths.permissions_file):
+    for line in _grants(paths.permissions_file) if blocked is None else [UNCHECKED]:
         print(f"  {line}")
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
-    print(f"  {_sandbox_status(settings)}")
-    _session_database(paths.state_db, repair, problems)
+    print(f"  {_sandbox_status(settings, problems)}")
+    if blocked is None:
+        _session_database(paths.state_db, repair, problems)
+    else:
+        print(f"  session database: {UNCHECKED}")
     rg = shutil.which("rg")
     print(f"  ripgrep: {rg or 'not found (search_files uses the built-in Python search)'}")
     from acp_hermes.core.system_prompt import find_context_files
@@ -324,12 +372,21 @@ def run_doctor(*, repair: bool = False) -> int:
 
     effective = settings or Settings()  # the checks below still work with the defaults
     print("\nMemory")
-    _memory_files(paths, effective, problems)
+    if blocked is None:
+        _memory_files(paths, effective, problems)
+    else:
+        print(f"  memory files: {UNCHECKED}")
     _memory_provider(paths, effective, problems)
     print("\nSkills")
-    _skills(paths, effective, problems)
+    if blocked is None:
+        _skills(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nCheckpoints")
-    _checkpoints(paths, effective, problems)
+    if blocked is None:
+        _checkpoints(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nMCP servers")
     _mcp_servers(effective, problems)
     print("\nEditors")

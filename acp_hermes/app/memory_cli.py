@@ -118,11 +118,12 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def run_memory(args: argparse.Namespace) -> int:
     paths = paths_from_env()
-    store = memory_store(paths, settings_or_defaults(paths))
+    settings = settings_or_defaults(paths)  # once: an invalid configuration is one note, not one per use
+    store = memory_store(paths, settings)
     if args.action == "show":
         return _show(store, args.json)
     if args.action == "providers":
-        return _providers(paths, settings_or_defaults(paths), args.json)
+        return _providers(paths, settings, args.json)
     return _edit(store, args.target)
 
 
@@ -138,24 +139,28 @@ class ProviderState:
 
 
 def provider_states(paths: Paths, settings: Settings) -> list[ProviderState]:
-    """The built-in memory, every provider there is (each loaded and asked ``is_available``), and a
-    selected one that cannot be found."""
-    from acp_hermes_memory.providers import ProviderError, available, find
+    """The built-in memory, then every provider there is (built in, then each plugin folder), each
+    loaded and asked ``is_available``, and a selected one that cannot be found.
+
+    A plugin folder that fails to import is listed as one that cannot be loaded, with the reason: it
+    is the user's, and left out it would look as if the folder had not been seen.
+    """
+    from acp_hermes_memory.providers import BUILT_IN, ProviderError, find, plugin_dirs
 
     chosen = settings.memory.providers
+    plugins = paths.home / "plugins"
     states = [ProviderState("builtin", "built-in: MEMORY.md and USER.md", True, True, "always on")]
-    seen = set()
-    for info in available(paths.home / "plugins"):
-        seen.add(info.name)
-        states.append(_state(info.name, info.source, info.make, info.name in chosen[:1]))
-    for name in chosen:
-        if name not in seen:
-            try:
-                info = find(name, paths.home / "plugins")
-            except ProviderError as error:
-                states.append(ProviderState(name, "?", None, True, str(error)))
-                continue
-            states.append(_state(info.name, info.source, info.make, name == chosen[0]))
+    names = [*sorted(BUILT_IN), *(folder.name for folder in plugin_dirs(plugins) if folder.name not in BUILT_IN)]
+    for name in [*names, *(name for name in chosen if name not in names)]:
+        selected = name in chosen[:1]  # a second one is refused
+        try:
+            info = find(name, plugins)
+        except ProviderError as error:
+            source = "built-in" if name in BUILT_IN else str(plugins / name)
+            detail = str(error).removeprefix(f"{source}: ")
+            states.append(ProviderState(name, source if name in names else "not found", None, selected, detail))
+            continue
+        states.append(_state(info.name, info.source, info.make, selected))
     return states
 
 
@@ -168,11 +173,13 @@ def _state(name: str, source: str, make: Any, selected: bool) -> ProviderState:
 
 
 def _providers(paths: Paths, settings: Settings, as_json: bool) -> int:
+    """The list; status 1 when a provider cannot be loaded, or the selected one is not available."""
     states = provider_states(paths, settings)
+    failed = any(state.available is None or (state.selected and not state.available) for state in states)
     if as_json:
         print(json.dumps([_state_json(state) for state in states],
                          indent=2, ensure_ascii=False))
-        return 0
+        return 1 if failed else 0
     chosen = settings.memory.providers
     for state in states:
         mark = "*" if state.selected else " "
@@ -183,7 +190,7 @@ def _providers(paths: Paths, settings: Settings, as_json: bool) -> int:
     if not chosen:
         print(f"\nNo external provider selected: set `memory.provider` in config.yaml. Plugins go in "
               f"{paths.home / 'plugins'}/<name>/.")
-    return 0
+    return 1 if failed else 0
 
 
 def _state_json(state: ProviderState) -> dict[str, Any]:

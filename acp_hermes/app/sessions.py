@@ -4,7 +4,8 @@ Every subcommand reads the same `state.db` the editors' sessions live in; `--jso
 readable output for scripts. A compacted session is one conversation here as in the editor: its
 continuation segments are shown, exported and deleted with it. Subagent sessions (what a session's
 ``delegate_task`` calls did) are listed and found here, unlike in the editor's list, marked
-``subagent of <parent>``; they are deleted with the session that started them.
+``subagent of <parent>``; they are deleted with the session that started them. Deleting a session
+deletes its checkpoints too (``core.checkpoints.forget_sessions``), or says why it could not.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     sessions = commands.add_parser("sessions", parents=[common], help="list, show, search, export or delete sessions")
     actions = sessions.add_subparsers(dest="action", metavar="action", required=True)
     listing = actions.add_parser("list", parents=[common], help="sessions, newest activity first")
-    listing.add_argument("--cwd", help="only sessions of this workspace")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--cwd", help="only sessions of this workspace folder (absolute, or relative to here)")
+    listing.add_argument("--limit", type=_at_least_one, default=20, help="how many to show (default: 20)")
     show = actions.add_parser("show", parents=[common], help="one session as Markdown")
     show.add_argument("session_id")
     search = actions.add_parser("search", parents=[common], help="sessions that mention some words")
@@ -37,11 +38,25 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("session_id")
     export.add_argument("--format", choices=("md", "jsonl"), default="md")
     export.add_argument("--output", help="file to write (default: standard output)")
-    delete = actions.add_parser("delete", parents=[common], help="delete a session and everything stored with it")
+    export.add_argument("--json", action="store_true",
+                        help="with --output, say what was written as JSON (the export itself: --format jsonl)")
+    delete = actions.add_parser("delete", parents=[common],
+                                help="delete a session and everything stored with it (its checkpoints too)")
     delete.add_argument("session_id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    for parser in (listing, show, search, export, delete):
+    for parser in (listing, show, search, delete):
         parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _at_least_one(text: str) -> int:
+    """``--limit``: a whole number of 1 or more (0 or -1 would otherwise list one session, or fail)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"give a number of sessions, 1 or more (not {text!r})")
+    return number
 
 
 def run_sessions(args: argparse.Namespace) -> int:
@@ -70,15 +85,25 @@ def _when(timestamp: float) -> str:
 
 
 def _list(db: SessionDB, args: argparse.Namespace) -> int:
-    records, _ = db.list_sessions(cwd=args.cwd, limit=max(1, args.limit), include_subagents=True)
+    import os
+
+    # Sessions store their workspace's absolute path, as the editor gave it: `--cwd .` means here.
+    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd is not None else None
+    records, more = db.list_sessions(cwd=cwd, limit=args.limit, include_subagents=True)
+    if cwd is not None and not records and not os.path.isdir(cwd):
+        resolved = f" ({cwd})" if cwd != args.cwd else ""
+        print(f"acp-hermes: no sessions in {args.cwd}: there is no such folder{resolved}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps([_record(record) for record in records], indent=2))
         return 0
     if not records:
-        print("No sessions yet.")
+        print(f"No sessions in {cwd} yet." if cwd is not None else "No sessions yet.")
     for record in records:
         print(f"{record.id}  {_when(record.updated_at)[:16]}  {record.message_count:>5} msgs  "
-              f"{record.bare_title or '(untitled)'}{_marker(record)}  [{record.cwd}]")
+              f"{record.bare_title or '(untitled)'}{_marker(record)}  [{record.cwd or 'folder unknown'}]")
+    if more is not None:
+        print(f"(the {args.limit} most recent; `--limit {args.limit * 2}` shows more)")
     return 0
 
 
@@ -209,14 +234,21 @@ def _printable(text: str) -> str:
 
 
 def _export(db: SessionDB, args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
+    if args.json and not args.output:
+        print("acp-hermes: `--json` goes with `--output` (it reports what was written, as JSON). The export itself "
+              "is Markdown, or JSON lines with `--format jsonl`; `acp-hermes sessions show ID --json` prints a "
+              "session as one JSON document", file=sys.stderr)
+        return 2
     target = Path(args.output).expanduser() if args.output else None
     if target is not None and target.is_dir():
         print(f"acp-hermes: {args.output} is a folder: give the file to write in it", file=sys.stderr)
         return 1
     if target is not None and not target.parent.is_dir():
-        print(f"acp-hermes: the folder {target.parent} does not exist: create it first, or write elsewhere",
+        given = os.path.dirname(args.output.rstrip("/")) or "."
+        print(f"acp-hermes: the folder {given} does not exist: create it first, or write elsewhere",
               file=sys.stderr)
         return 1
     found = _rows(db, args.session_id)
@@ -235,7 +267,11 @@ def _export(db: SessionDB, args: argparse.Namespace) -> int:
         return 0
     from acp_hermes_memory.fs import atomic_write_text
 
-    atomic_write_text(target.resolve(), text)
+    try:
+        atomic_write_text(target.resolve(), text)
+    except OSError as exc:  # named by the path given, not by the temp file the write went through
+        print(f"acp-hermes: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(json.dumps({"written": args.output, "rows": len(rows)}) if args.json else f"Wrote {args.output}.")
     return 0
 
@@ -257,6 +293,15 @@ def _delete(db: SessionDB, args: argparse.Namespace) -> int:
     deleted = [segment.id for segment in db.segments(record.id)] + subagents
     for session_id in deleted:
         db.delete_session(session_id)
+    from acp_hermes.core.checkpoints import forget_sessions
+
+    with progress("removing its checkpoints"):
+        checkpoints, problems = forget_sessions(paths_from_env().checkpoints, deleted)
     theirs = f" and {len(subagents)} sessions of its subagents" if subagents else ""
-    print(json.dumps({"deleted": deleted}) if args.json else f"Deleted {record.id}{theirs}.")
-    return 0
+    if checkpoints:
+        theirs += f", with its {checkpoints} checkpoint{'' if checkpoints == 1 else 's'}"
+    print(json.dumps({"deleted": deleted, "checkpoints": checkpoints}) if args.json
+          else f"Deleted {record.id}{theirs}.")
+    for problem in problems:
+        print(f"acp-hermes: the session is deleted, but {problem}", file=sys.stderr)
+    return 1 if problems else 0

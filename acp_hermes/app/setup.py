@@ -11,12 +11,21 @@ from __future__ import annotations
 
 import getpass
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from acp_hermes.config import DEFAULT_MODEL, ConfigError, Settings, paths_from_env, read_config_file
+from acp_hermes.config import (
+    DEFAULT_MODEL,
+    ConfigError,
+    Settings,
+    check_config,
+    names_a_variable,
+    paths_from_env,
+    read_config_file,
+)
 from acp_hermes_memory.fs import atomic_write_text, private_directory
 
 
@@ -118,15 +127,25 @@ def _connection_failure(error: BaseException) -> str | None:
     return vague
 
 
+ASKED = ("api_key", "base_url", "model")  # what setup asks for; the file's other keys are kept as they are
+
+
 def run_setup(*, check: bool = True) -> int:
     paths = paths_from_env()
     try:
         current: dict[str, Any] = read_config_file(paths.config_file)
+        check_config({key: value for key, value in current.items() if key not in ASKED}, paths.config_file)
     except ConfigError as exc:
         print(f"Cannot update the configuration: {exc}", file=sys.stderr)
         return 1
+    if (problem := _cannot_save(paths.own) or _no_answers()) is not None:
+        print(problem, file=sys.stderr)
+        return 1
     print(f"acp-hermes setup — writes {paths.config_file}")
     key_now = current.get("api_key")
+    if names_a_variable(key_now):
+        print(f"(The api_key in the file, {key_now!r}, is the name of a variable, not a key: give the key itself.)")
+        key_now = None
     keep = f" [{mask(str(key_now))}, Enter keeps it]" if key_now else ""
     key = _ask(f"Anthropic API key{keep}: ", secret=True) or key_now
     if not key:
@@ -160,6 +179,39 @@ def run_setup(*, check: bool = True) -> int:
     atomic_write_text(paths.config_file, yaml.safe_dump(updated, sort_keys=False), mode=0o600, private=True)
     print(f"Saved to {paths.config_file} (permissions 0600). Model: {model}.")
     return 0
+
+
+def _cannot_save(folder: Path) -> str | None:
+    """Why config.yaml could not be saved in ``folder``, found before any question: the folder is made
+    (private, as the server makes it) and a file is created in it and removed."""
+    import tempfile
+
+    try:
+        private_directory(folder)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(folder) else ""
+        return (f"Cannot save the configuration in {folder}: {exc.strerror or exc}{where}. Set HERMES_HOME to a "
+                "folder you can write, or give the key in the ANTHROPIC_API_KEY environment variable instead.")
+    return None
+
+
+def _no_answers() -> str | None:
+    """Why no answer can come (standard input closed, or a device that is no terminal, such as
+    /dev/null), or None: a terminal, a pipe or a file of answers will do."""
+    import os
+    import stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+        terminal = sys.stdin.isatty()
+    except (AttributeError, OSError, ValueError):  # no stdin at all
+        mode, terminal = 0, False
+    if terminal or stat.S_ISFIFO(mode) or stat.S_ISREG(mode) or stat.S_ISSOCK(mode):
+        return None
+    return ("acp-hermes setup asks for the API key, base URL and model, and there is no terminal to ask on: run it "
+            "in a terminal, or pipe the answers in (one a line), or set ANTHROPIC_API_KEY instead.")
 
 
 def _passes_check(settings: Settings) -> bool:

@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,12 +21,14 @@ from acp_hermes.app.local_settings import settings_or_defaults
 from acp_hermes.config import Paths, Settings, paths_from_env
 from acp_hermes_memory.skills import (
     EXCLUDED_DIRS,
+    MAX_NAME_CHARS,
     MAX_SKILL_CHARS,
     SKILL_FILE,
     SkillError,
     SkillInfo,
     SkillStore,
     parse_skill,
+    valid_name,
 )
 
 _DESCRIPTION_CHARS = 90
@@ -55,16 +57,35 @@ class BrokenSkill:
     listed: bool  # the store still lists it (leniently): only a write would refuse it
 
 
-def broken_skills(store: SkillStore) -> list[BrokenSkill]:
-    """Every SKILL.md in the store's folders that fails the checks a write must pass."""
-    listed = {info.skill_file for info in store.skills()}
+def broken_skills(store: SkillStore, listed: Sequence[SkillInfo]) -> list[BrokenSkill]:
+    """Every SKILL.md in the store's folders that fails the checks a write must pass (``listed``: what
+    the store lists, passed in so one look at the folders serves both)."""
+    shown = {info.skill_file for info in listed}
     broken = []
     for root in (store.root, *store.external):
         for skill_file, name in _skill_files(root):
-            problem = _problem(skill_file, name.rpartition("/")[2])
+            problem = _folder_problem(name) or _problem(skill_file, name.rpartition("/")[2])
             if problem is not None:
-                broken.append(BrokenSkill(name, skill_file, problem, skill_file in listed))
+                broken.append(BrokenSkill(name, skill_file, problem, skill_file in shown))
     return broken
+
+
+def _folder_problem(name: str) -> str | None:
+    """Why a skill's folder (or its category's) keeps it out of every list, or None.
+
+    Checked before the frontmatter: a folder name the store refuses is the one cause to fix (its
+    ``name:`` line must then match the new folder name anyway).
+    """
+    folders = name.split("/")
+    rule = f"lowercase letters, digits, '.', '_' and '-', at most {MAX_NAME_CHARS} characters"
+    for depth, folder in enumerate(folders, 1):
+        if valid_name(folder):
+            continue
+        if depth < len(folders):
+            return f"its category folder's name {folder!r} is not a valid name ({rule}): rename that folder"
+        return (f"its folder's name {folder!r} is not a valid skill name ({rule}): rename the folder, and the "
+                "frontmatter's `name:` to match")
+    return None
 
 
 def _skill_files(root: Path) -> Iterator[tuple[Path, str]]:
@@ -126,13 +147,16 @@ def _list(store: SkillStore, cwd: Path, as_json: bool) -> int:
     if not skills:
         folders = ", ".join(str(path) for path in (store.root, *store.external))
         print(f"No skills. Looked in: {folders}.")
-        return 0
-    width = max(len(info.qualified_name) for info in skills)
+    width = max((len(info.qualified_name) for info in skills), default=0)
     for info in skills:
         description = info.description
         if len(description) > _DESCRIPTION_CHARS:
             description = description[: _DESCRIPTION_CHARS - 1].rstrip() + "…"
         print(f"{info.qualified_name:<{width}}  {source_of(info, store, cwd):<8}  {description}")
+    left_out = [skill.name for skill in broken_skills(store, skills) if not skill.listed]
+    if left_out:  # a skill that is silently missing looks like a bug of ours: name it, doctor says why
+        print(f"Not listed, as {'it does' if len(left_out) == 1 else 'they do'} not load: {', '.join(left_out)} "
+              "(`acp-hermes doctor` says why).", file=sys.stderr)
     return 0
 
 

@@ -65,8 +65,10 @@ def local_path(uri: str, cwd: Path) -> Path | None:
 
 
 def _attachment(uri: str, text: str, mime: str | None) -> str:
-    kind = f" ({mime})" if mime else ""
-    return f"<attachment uri=\"{uri}\"{kind}>\n{text}\n</attachment>"
+    """A file's text in an ``<attachment>`` frame that nothing in the file can close (``memory.frames``)."""
+    from acp_hermes_memory.frames import framed
+
+    return framed("attachment", text, uri=uri, **({"type": mime} if mime else {}))
 
 
 Converted = tuple[dict[str, Any], str]

@@ -21,7 +21,6 @@ from acp_hermes.config import THOUGHT_LEVELS
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, models_offered
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
-from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
@@ -66,9 +65,22 @@ class SlashCommand:
     run: Callable[[Session, str], Awaitable[CommandReply]]
 
 
+OPTIONAL = "optional: "  # how a hint says its argument may be left out (the editor shows the hint as written)
+
+
+def usage(command: SlashCommand) -> str:
+    """``/steer <text>``, ``/export [file path]``: the argument in brackets when it may be left out."""
+    if not command.hint:
+        return f"/{command.name}"
+    if command.hint.startswith(OPTIONAL):
+        return f"/{command.name} [{command.hint.removeprefix(OPTIONAL)}]"
+    return f"/{command.name} <{command.hint}>"
+
+
 async def _help(session: Session, arg: str) -> CommandReply:
     lines = ["Commands:"]
-    lines += [f"- `/{c.name}{f' <{c.hint}>' if c.hint else ''}` — {c.description}" for c in COMMANDS.values()]
+    lines += [f"- `{usage(c)}` — {c.description}" for c in COMMANDS.values()]
+    lines.append("An argument in [brackets] may be left out.")
     return CommandReply("\n".join(lines))
 
 
@@ -91,8 +103,11 @@ async def _mcp(session: Session, arg: str) -> CommandReply:
 async def _mode(session: Session, arg: str) -> CommandReply:
     if arg:
         return _choose(session, MODE_OPTION, arg, "mode")
-    lines = [f"Mode: `{session.choices.mode.value}`."]
-    lines += [f"- `{mode.value}` — {description}" for mode, (_, description) in MODE_DESCRIPTIONS.items()]
+    choices = session.choices
+    lines = [f"Mode: `{choices.mode.value}`."]
+    lines += [f"- `{mode.value}` — {choices.describe(mode)[1]}" for mode in choices.modes]
+    if choices.no_bypass:
+        lines.append(choices.no_bypass[:1].upper() + choices.no_bypass[1:])  # why it is not listed
     return CommandReply("\n".join(lines))
 
 
@@ -127,7 +142,7 @@ async def _budget_lines(session: Session) -> list[str]:
     if not session.busy:  # between turns the meter is the SessionDB's figure (reviews and titles included)
         await session.refresh_spend()
     priced = price_of(session.choices.model, session.settings) is not None
-    return ["**Budget**", *session.budget.describe(priced)]
+    return ["**Budget**", *session.budget.describe(priced, running=session.busy)]
 
 
 BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets this session's limit, `/budget turn "
@@ -136,18 +151,23 @@ BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets 
 
 
 async def _budget(session: Session, arg: str) -> CommandReply:
-    from acp_hermes.core.budget import parse_limit
+    from acp_hermes.core.budget import LIMIT_NAMES, LimitName, parse_limit
 
     words = arg.split()
+    changed: tuple[LimitName, ...] = ()
     if words == ["reset"]:
         session.set_budget("", None, reset=True)
+        changed = LIMIT_NAMES
     elif words:
         try:
             name, limit = parse_limit(words)
         except ValueError as problem:
             return CommandReply(f"Not understood: {problem}. {BUDGET_USAGE}")
         session.set_budget(name, limit)
-    return CommandReply("\n".join(await _budget_lines(session)) + f"\n\n{BUDGET_USAGE}")
+        changed = (name,)
+    lines = await _budget_lines(session)  # the meter brought up to date first: a warning reads the same figures
+    warnings = [warning for name in changed if (warning := session.budget.already_spent(name, running=session.busy))]
+    return CommandReply("\n\n".join(["\n".join(lines), *warnings, BUDGET_USAGE]))
 
 
 async def _steer(session: Session, arg: str) -> CommandReply:
@@ -304,9 +324,11 @@ COMMANDS: dict[str, SlashCommand] = {
     c.name: c
     for c in (
         SlashCommand("help", "List the commands.", None, _help),
-        SlashCommand("mode", "Show or switch the permission mode.", "default | accept-edits | plan | bypass", _mode),
-        SlashCommand("model", "Show or switch the model.", "model name", _model),
-        SlashCommand("thinking", "Show or set the extended-thinking level.", "off | low | medium | high", _thinking),
+        SlashCommand("mode", "Show or switch the permission mode.", "optional: default | accept-edits | plan | bypass",
+                     _mode),
+        SlashCommand("model", "Show or switch the model.", "optional: model name", _model),
+        SlashCommand("thinking", "Show or set the extended-thinking level.", "optional: off | low | medium | high",
+                     _thinking),
         SlashCommand("usage", "Tokens and cost of this session so far.", None, _usage),
         SlashCommand("budget", "Show or set this session's spending limits.", "optional: usd | turn <usd> | "
                      "tokens <n> | off | reset", _budget),
@@ -320,15 +342,15 @@ COMMANDS: dict[str, SlashCommand] = {
                      "optional: what to keep in detail", _compact),
         SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
-        SlashCommand("title", "Show or set this session's title.", "new title", _title),
+        SlashCommand("title", "Show or set this session's title.", "optional: new title", _title),
         SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
         SlashCommand("export", "Save this conversation as Markdown in the workspace (asks like any edit).",
                      "optional: file path", _export),
         SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
                      "optional: what to stress", _init),
         SlashCommand("rollback", "List checkpoints, or restore the files the agent changed since one (and the "
-                     "conversation, if you choose).", "optional: checkpoint number [path] [--conversation]",
-                     _rollback),
+                     "conversation, if you choose).",
+                     "optional: checkpoint number [path] [--conversation] [--include-edited]", _rollback),
     )
 }
 
@@ -407,8 +429,9 @@ async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[Pr
         view = await anyio.to_thread.run_sync(store.view, name)
     except SkillError:
         return None  # not a skill: the word goes to the model as written
-    body = guard_context_text(f"skill {name}", view.text)
+    from acp_hermes_memory.frames import framed
+
+    body = framed("skill", guard_context_text(f"skill {name}", view.text), name=view.info.qualified_name)
     loaded = (f"[The user ran the skill `{view.info.qualified_name}`. Follow its instructions for the request "
-              f"after them.]\n\n<skill name=\"{view.info.qualified_name}\">\n{body}\n</skill>\n\n"
-              f"{request.strip() or 'Run the skill.'}")
+              f"after them.]\n\n{body}\n\n{request.strip() or 'Run the skill.'}")
     return [TextPart(loaded), *parts[1:]]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_hermes.core.history import repaired
+from acp_hermes_memory.frames import framed
 
 Message = dict[str, Any]
 
@@ -255,7 +256,7 @@ def summary_request(middle: Sequence[Message], previous_summary: str | None, foc
     if previous_summary:
         parts.append(
             "An earlier part of this conversation was already summarised:\n\n"
-            f"<previous-summary>\n{previous_summary.strip()}\n</previous-summary>\n\n"
+            f"{framed('previous-summary', previous_summary.strip())}\n\n"
             "Update that summary with the turns below rather than starting over: keep what is still "
             "true, move finished work from In Progress to Done, add what is new, and remove only what "
             "the new turns made obsolete."
@@ -267,7 +268,7 @@ def summary_request(middle: Sequence[Message], previous_summary: str | None, foc
             f"The user asked to keep the most detail about: {focus.strip()}. Give everything on that topic "
             "specific, complete coverage, even where you would otherwise shorten it."
         )
-    parts.append(f"<conversation>\n{_rendered_middle(middle)}\n</conversation>")
+    parts.append(framed("conversation", _rendered_middle(middle)))
     parts.append(f"Write the summary in exactly these sections:\n\n{SUMMARY_TEMPLATE}")
     return _SUMMARY_SYSTEM, "\n\n".join(parts)
 

@@ -11,7 +11,9 @@ model gets back is each child's final answer (capped), or why it has none.
 
 What the editor sees: ``ChildStarted``/``ChildEvent``/``ChildEnded`` on the parent's sink (a
 client that shows child sessions renders those), and in every client the delegate call's own
-card, updated with each child's current step.
+card: kind ``other`` (work, not a thought: agent-shell folds a ``think`` call into its "Thought"
+header), its title the running summary (``card_title``; most editors show only the title, or the
+title until the card is opened), its content each child's current step, then the reports.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from acp_hermes.permissions.gate import Asker, PermissionQuestion
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import TextDisplay
+from acp_hermes_tools.contracts import TextDisplay, ToolCallUpdated
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
@@ -143,8 +145,30 @@ def delegate_tool(parent: Session) -> Tool:
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await Delegation(parent, ctx, _tasks(args, parent), args.get("max_iterations")).run()
 
-    return Tool(name=DELEGATE_TOOL_NAME, description=DESCRIPTION, schema=SCHEMA, handler=handler, kind="think",
+    return Tool(name=DELEGATE_TOOL_NAME, description=DESCRIPTION, schema=SCHEMA, handler=handler, kind="other",
                 access=Access.READ, present=present_delegation)
+
+
+_ENDED_AS = ("failed", "cancelled", "stopped")  # how a child may end short of completed, in the order named
+
+
+def card_title(states: Sequence[str], step: str = "") -> str:
+    """The delegate card's title: the running summary, then how the children ended.
+
+    Written for the editors that show little else: no colon and no em dash in its fixed part
+    (CodeCompanion's one-line label keeps only what comes before either), and ``step`` (the latest
+    tool call of a running child) last.
+    """
+    total, running = len(states), states.count("running")
+    done = sum(state not in ("queued", "running") for state in states)
+    if total == 1:
+        head = {"queued": "Subagent starting", "running": "Subagent running"}.get(states[0], f"Subagent {states[0]}")
+    elif done < total:
+        head = f"Subagents {running}/{total} running" + (f", {done} done" if done else "")
+    else:
+        short = [f"{count} {state}" for state in _ENDED_AS if (count := states.count(state))]
+        return ", ".join([f"Subagents {total}/{total} done", *short])
+    return f"{head} · {step}" if step and running else head
 
 
 def _tasks(args: dict[str, Any], parent: Session) -> list[Task]:
@@ -175,7 +199,8 @@ class _ChildSink:
 
     async def emit(self, event: Event) -> None:
         if isinstance(event, ToolCallStarted):
-            await self._delegation.step(self._index, f"`{event.name}`: {one_line(event.title, 70)}")
+            await self._delegation.step(self._index, f"`{event.name}`: {one_line(event.title, 70)}",
+                                        one_line(event.title, 60))
         elif isinstance(event, ToolCallFinished) and event.status == "failed":
             await self._delegation.step(self._index, "a tool call failed; going on")
         await self._delegation.parent.emit(ChildEvent(self.child_id, event))
@@ -204,24 +229,35 @@ class Delegation:
         self._max_iterations = min(max_iterations or settings.max_iterations, settings.max_iterations)
         self._steps = ["queued"] * len(tasks)
         self._states = ["queued"] * len(tasks)
+        self._latest: dict[int, str] = {}  # each child's latest tool call title, the most recent last
         self._outcomes: list[ChildOutcome | None] = [None] * len(tasks)
         self._epoch = parent.cancel_epoch  # the parent's cancel (or close) since this call began ends every child
 
     async def run(self) -> ToolResult:
         limiter = anyio.CapacityLimiter(self.parent.settings.delegation.max_concurrent)
         await self._show()
-        async with anyio.create_task_group() as group:
-            for index in range(len(self._tasks)):
-                group.start_soon(self._run_child, index, limiter)
+        try:
+            async with anyio.create_task_group() as group:
+                for index in range(len(self._tasks)):
+                    group.start_soon(self._run_child, index, limiter)
+        finally:
+            if "queued" in self._states:  # cancelled before they began: the card's last title says so
+                self._states = ["cancelled" if state == "queued" else state for state in self._states]
+                with anyio.CancelScope(shield=True):
+                    await self._show()
         return self._result()
 
-    async def step(self, index: int, text: str) -> None:
+    async def step(self, index: int, text: str, title: str = "") -> None:
         if self._steps[index] != text:
             self._steps[index] = text
+            if title:
+                self._latest.pop(index, None)
+                self._latest[index] = title
             await self._show()
 
     async def _show(self) -> None:
-        """The delegate card: how many children run, and each one's task and current step."""
+        """The delegate card: the summary as its title; how many children run, and each one's task
+        and current step, as its content."""
         running = self._states.count("running")
         done = sum(state not in ("queued", "running") for state in self._states)
         head = f"{running}/{len(self._tasks)} running" + (f", {done} done" if done else "")
@@ -229,7 +265,13 @@ class Delegation:
         for number, (task, state, step) in enumerate(zip(self._tasks, self._states, self._steps, strict=True), 1):
             detail = step if state == "running" else state
             lines.append(f"{number}. {one_line(task.goal, 70)} — {detail}")
-        await self._ctx.show([TextDisplay("\n".join(lines))])
+        await self._ctx.emit(ToolCallUpdated(self._ctx.call_id, display=(TextDisplay("\n".join(lines)),),
+                                             title=card_title(self._states, self._running_step())))
+
+    def _running_step(self) -> str:
+        """The title of the tool call a running child started last ("" before any)."""
+        return next((title for index, title in reversed(self._latest.items())
+                     if self._states[index] == "running"), "")
 
     async def _run_child(self, index: int, limiter: anyio.CapacityLimiter) -> None:
         async with limiter:  # a queued child is cancelled while it waits; a running one ends itself

@@ -24,7 +24,7 @@ from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
 from acp_hermes.core.user_prompt import PromptPart
-from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
+from acp_hermes.core.web import REFUSED_NOTICE, WebTools, model_warning, outcome, presented
 from acp_hermes.model.types import (
     Completed,
     ModelError,
@@ -73,11 +73,13 @@ CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
 @dataclass(frozen=True, slots=True)
 class TurnControls:
     """What the user holds over a running turn besides cancelling it: steers for its next request,
-    a budget asked before each request (why it must not start, or None), and the meter each
-    completed call's usage is added to."""
+    a budget asked before each request (why it must not start, or None) and once more when the turn
+    ends by itself (a limit its last request went past, said though no request is stopped), and the
+    meter each completed call's usage is added to."""
 
     steering: Steering | None = None
     stop_before_request: Callable[[], str | None] | None = None
+    passed_at_end: Callable[[], str | None] | None = None
     spent: Callable[[Usage], None] | None = None
     web: WebTools | None = None  # the API's own web tools, offered with every request while the endpoint takes them
     scrub_fences: bool = False  # a memory provider's fence the model echoes is kept from the editor
@@ -106,6 +108,7 @@ class TurnResult:
     measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
     failure: str | None = None  # why the turn broke off (the model failed), told to the user
+    unsent_warnings: list[str] = field(default_factory=list)  # for the model: no tool result of this turn took them
 
 
 @dataclass
@@ -184,6 +187,10 @@ class AgentLoop:
         ended = False
         try:
             turn = await self._turn(content, plain_text, prompt, settings)
+            if turn.failure is None and self._controls.passed_at_end is not None:
+                passed = self._controls.passed_at_end()
+                if passed is not None:  # one request went past a limit and the turn ended: nothing stopped, so say it
+                    await self._say_locally(passed)
             ended = True
             return turn
         finally:
@@ -246,6 +253,10 @@ class AgentLoop:
         and the user is told why, in the chat and in the stored conversation."""
         log.info("turn stopped by its budget")
         self.result.failure = message
+        await self._say_locally(message)
+
+    async def _say_locally(self, message: str) -> None:
+        """Tell the user ``message`` in the chat and the stored conversation, never the model."""
         message_id = str(uuid.uuid4())
         text = f"\n\n{message}\n"
         await self._sink.emit(AgentText(message_id, text))
@@ -371,10 +382,13 @@ class AgentLoop:
         await self._sink.emit(ToolCallStarted(event.id, event.name, shown.title, shown.kind, event.input))
 
     async def _finish_server(self, block: dict[str, Any]) -> None:
-        record = self._server_open.pop(str(block.get("tool_use_id")), None)
-        if record is None:
+        call_id = str(block.get("tool_use_id"))
+        if call_id not in self._server_open:
             return  # a result for a call this turn never saw begin: nothing to close
-        found = outcome(block)
+        found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
+        record = self._server_open.pop(call_id)
+        if found.threats:  # the API's block goes back as it came: the warning rides with the next tool result
+            self.result.unsent_warnings.append(model_warning(record.call.name, record.title, found.threats))
         await self._end_server_call(record, found.ok, found.text, found.raw_output)
 
     async def _end_server_call(self, record: _Call, ok: bool, text: str, raw_output: Any = None) -> None:
@@ -454,6 +468,8 @@ class AgentLoop:
             text += self._hints.check_tool_call(call.name, call.arguments)
         if self._pending_notes is not None:
             text += self._pending_notes()
+        text += "".join(f"\n\n{warning}" for warning in self.result.unsent_warnings)
+        self.result.unsent_warnings.clear()
         text, self._budget_note = text + self._budget_note, ""
         if result.ends_turn is not None:
             self._handover = result.ends_turn

@@ -5,31 +5,25 @@ Recall goes into the current user message (never the system prompt, whose bytes 
 prompt cache), inside a fence with a one-line instruction. It is part of what the model reads, not
 of what the user said: the stored prompt (its text and parts) and the replay never have it. A model
 that echoes the fence back has it removed from what the editor sees, even when the tags arrive cut
-across streamed chunks (``FenceScrubber``).
+across streamed chunks (``FenceScrubber``). Recall cannot close the fence it rides in, however a tag in
+it is spelt: the fence is a ``memory.frames`` frame.
 """
 
 from __future__ import annotations
 
-import re
-
+from acp_hermes_memory.frames import framed
 from acp_hermes_memory.providers import FENCE_CLOSE as CLOSE
+from acp_hermes_memory.providers import FENCE_NAME
 from acp_hermes_memory.providers import FENCE_OPEN as OPEN
 
 INSTRUCTION = ("[Recalled by the memory provider for this message: background, not the user's words. Use what "
                "helps, ignore the rest, and never repeat this block.]")
-_FENCED = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.DOTALL)
 
 
 def memory_context_block(recall: str) -> str:
-    """The recall, fenced, as a text block of the user's message; a fence inside it cannot close this one."""
-    return f"{OPEN}\n{INSTRUCTION}\n{strip_fences(recall).strip()}\n{CLOSE}"
-
-
-def strip_fences(text: str) -> str:
-    """``text`` without any fence (an unclosed one runs to the end) or stray closing tag."""
-    if "<" not in text:
-        return text
-    return _FENCED.sub("", text).replace(CLOSE, "")
+    """The recall, fenced, as a text block of the user's message: no tag in it, however spelt, can close
+    the fence (``memory.frames``)."""
+    return framed(FENCE_NAME, f"{INSTRUCTION}\n{recall.strip()}")
 
 
 class FenceScrubber:

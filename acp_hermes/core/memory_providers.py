@@ -3,11 +3,14 @@ snapshot, tool and scanning are ``store`` and the ``memory`` tool), then at most
 (``memory.provider``), every call to it bounded so none can break a turn.
 
 Providers are plain synchronous Python (as Hermes's are). Each call runs on a daemon thread of its
-own with a time budget: ``prefetch`` (on the turn's path) 300 ms, the prompt block and the
-session's start 300 ms, tools 30 s, the rest in the background. A call that overruns is left to
-finish on its thread while the turn goes on without it; a provider whose earlier call is still
-running is not called again until it returns (a hung provider holds one thread, never more). A
-failure is logged, told once in each session's chat, and the turn goes on.
+own with a time budget: loading it (its plugin's import, making it, ``is_available``) 2 s from when it
+is first needed, ``prefetch`` (on the turn's path) 300 ms, the prompt block and the session's start
+(``initialize``) 300 ms, tools 30 s, the rest in the background; at the agent's exit, what is still
+running in the background (a session's end) gets 3 s. A call that overruns is left to finish on its
+thread while the turn goes on without it; a provider whose earlier call is still running is not
+called again until it returns (a hung provider holds one thread, never more), and one still loading
+is not called at all until it has loaded. A failure is logged, told once in each session's chat, and
+the turn goes on.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,10 +42,12 @@ from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, Too
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+LOAD_SECONDS = 2.0  # the plugin's import and is_available, from when the provider is first needed
 PREFETCH_SECONDS = 0.3  # on the turn's path
 START_SECONDS = 0.3  # initialize and the system prompt block, as a session is built
 TOOL_SECONDS = 30.0
 HOOK_SECONDS = 10.0  # calls off the turn's path
+EXIT_SECONDS = 3.0  # at the agent's exit, for what still runs in the background (a session's end)
 
 Tell = Callable[[str], None]  # says something to the user of one session, now
 # Asks the auxiliary model (system, prompt) for a session, charging it: the runtime's.
@@ -51,52 +57,97 @@ Ask = Callable[[str, str, str], Coroutine[Any, Any, str]]
 class MemoryProviders:
     """The providers every session of the process uses."""
 
-    def __init__(self, external: MemoryProvider | None, *, home: Path, refused: str | None = None,
-                 ask: Ask | None = None) -> None:
-        self.external = external
+    def __init__(self, names: list[str], *, home: Path, ask: Ask | None = None) -> None:
+        """Starts loading the first provider ``names`` has, on a thread of its own (the user's plugin code
+        may hang at import or in ``is_available``): whoever needs it waits for it within ``LOAD_SECONDS``."""
         self._home = home
-        self._refused = refused  # why a provider asked for was not used (told to each session once)
+        self._ask = ask
+        self._name = names[0] if names else ""
+        self._refused = (f"only one external memory provider is used at a time: `{names[0]}`; "
+                         f"{', '.join(f'`{n}`' for n in names[1:])} refused") if len(names) > 1 else None
         self._running: dict[str, int] = {}  # calls still running per method: a hung one is not called again
         self._started: set[str] = set()  # sessions whose initialize was called
         self._told: set[str] = set()  # sessions told of a failure
+        self._untold: dict[str, str] = {}  # a session's failure found while it was built, told at its first turn
         self._told_refusal: set[str] = set()  # sessions told why the provider asked for is not used
         self._tools: list[Tool] | None = None
-        self._ask = ask
         self._loop: asyncio.AbstractEventLoop | None = None  # where the auxiliary model is asked from
         self._pending: set[concurrent.futures.Future[Any]] = set()  # background calls not yet returned
-        if external is not None and ask is not None:
-            external.use_model(self._complete)
+        self._loading: concurrent.futures.Future[MemoryProvider] | None = None
+        self._load_deadline = time.monotonic() + LOAD_SECONDS
+        if names:
+            self._loading = concurrent.futures.Future()
+            threading.Thread(target=self._load, name=f"memory-provider load {self._name}", daemon=True).start()
 
-    @classmethod
-    def configured(cls, names: list[str], home: Path, ask: Ask | None = None) -> MemoryProviders:
-        """The providers ``memory.provider`` names: the first external one found and available."""
-        if not names:
-            return cls(None, home=home)
-        refused = (f"only one external memory provider is used at a time: `{names[0]}`; "
-                   f"{', '.join(f'`{n}`' for n in names[1:])} refused") if len(names) > 1 else None
+    def _load(self) -> None:
+        """On its own daemon thread: the plugin imported, the provider made and asked whether it can work."""
+        assert self._loading is not None
+        if not self._loading.set_running_or_notify_cancel():
+            return
         try:
-            provider = find(names[0], home / "plugins").make()
-        except (ProviderError, Exception) as error:  # the user's plugin code can raise anything
-            return cls(None, home=home, refused=f"memory provider `{names[0]}` could not be loaded: {error}")
-        if not _available(provider):
-            return cls(None, home=home, refused=f"memory provider `{names[0]}` is not available here "
-                                                "(is_available() said no); `acp-hermes doctor` says more")
+            provider = find(self._name, self._home / "plugins").make()
+            available = _available(provider)
+            if available and self._ask is not None:
+                provider.use_model(self._complete)
+        except BaseException as error:  # the user's plugin code can raise anything (SystemExit too)
+            self._refuse(f"memory provider `{self._name}` could not be loaded: {error}")
+            return
+        if not available:
+            self._refuse(f"memory provider `{self._name}` is not available here (is_available() said no); "
+                         "`acp-hermes doctor` says more")
+            return
+        self._loading.set_result(provider)
         log.info("memory provider %s in use", provider.name)
-        return cls(provider, home=home, refused=refused, ask=ask)
+
+    def _refuse(self, problem: str) -> None:
+        assert self._loading is not None
+        log.warning("%s", problem)
+        self._loading.set_exception(ProviderError(problem))
+
+    @property
+    def external(self) -> MemoryProvider | None:
+        """The external provider once it has loaded (None while it loads, and when it could not)."""
+        loading = self._loading
+        if loading is None or not loading.done() or loading.exception() is not None:
+            return None
+        return loading.result()
+
+    def _loaded(self) -> MemoryProvider | None:
+        """The external provider, waited for (blocking) until the load's budget is spent."""
+        if self._loading is not None and not self._loading.done():
+            concurrent.futures.wait([self._loading], timeout=max(0.0, self._load_deadline - time.monotonic()))
+        return self.external
+
+    async def _loaded_soon(self) -> MemoryProvider | None:
+        """The external provider, awaited until the load's budget is spent (a cancel stops the wait)."""
+        if self._loading is not None and not self._loading.done():
+            return await anyio.to_thread.run_sync(self._loaded, abandon_on_cancel=True)
+        return self.external
+
+    def _not_loaded(self) -> str | None:
+        """Why the provider asked for is not in use (yet), or None."""
+        loading = self._loading
+        if loading is None:
+            return None
+        if not loading.done():
+            return (f"memory provider `{self._name}` did not load within {LOAD_SECONDS:g} s (its import or "
+                    "is_available() has not returned); the session goes on without it")
+        error = loading.exception()
+        return str(error) if error is not None else None
 
     # -- calls with a budget
 
-    def _call_blocking(self, what: str, budget: float, call: Callable[[], T]) -> T | None:
+    def _call_blocking(self, what: str, budget: float, call: Callable[[], T], session_id: str = "") -> T | None:
         """``call`` on a thread of its own, waited for at most ``budget`` seconds (from a worker thread)."""
-        future = self._submit(what, call)
+        future = self._submit(what, call, session_id)
         if future is None:
             return None
         try:
             return future.result(timeout=budget)
         except concurrent.futures.TimeoutError:
-            self._failed(what, f"took longer than {budget:g} s")
+            self._failed(what, f"took longer than {budget:g} s", session_id=session_id)
         except Exception as error:
-            self._failed(what, f"{type(error).__name__}: {error}")
+            self._failed(what, f"{type(error).__name__}: {error}", session_id=session_id)
         return None
 
     async def _call(self, what: str, budget: float, call: Callable[[], T], tell: Tell | None = None,
@@ -115,8 +166,11 @@ class MemoryProviders:
         return None
 
     def _submit(self, what: str, call: Callable[[], T], session_id: str = "") -> concurrent.futures.Future[T] | None:
-        if self.external is None or self._running.get(what, 0) > 0:
-            return None  # none, or its last such call has not returned yet
+        if self.external is None:
+            return None  # none, or not loaded (yet)
+        if self._running.get(what, 0) > 0:
+            self._failed(what, "its previous call has not returned", session_id=session_id)
+            return None
         self._running[what] = self._running.get(what, 0) + 1
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         with contextlib.suppress(RuntimeError):  # called from the event loop: the auxiliary model is asked there
@@ -142,25 +196,32 @@ class MemoryProviders:
         return future
 
     def _failed(self, what: str, problem: str, tell: Tell | None = None, session_id: str = "") -> None:
-        name = self.external.name if self.external is not None else "memory provider"
+        """Logged each time; told once in a session's chat (a failure while it was built, at its first turn)."""
+        name = self.external.name if self.external is not None else self._name
         log.warning("memory provider %s: %s failed: %s", name, what, problem)
-        if tell is not None and session_id not in self._told:
+        if not session_id or session_id in self._told:
+            return
+        said = (f"⚠️ The memory provider `{name}` failed ({what}: {problem}). The session goes on without what it "
+                "would have added; the log has each failure.")
+        if tell is None:
+            self._untold.setdefault(session_id, said)
+        else:
             self._told.add(session_id)
-            tell(f"⚠️ The memory provider `{name}` failed ({what}: {problem}). The session goes on without what it "
-                 "would have added; the log has each failure.")
+            tell(self._untold.pop(session_id, said))
 
     # -- a session's life
 
     def start_session(self, session_id: str, cwd: Path) -> str:
         """A session is built (blocking, on its worker thread): the provider starts it; its block for
-        the frozen system prompt, scanned like any text that feeds a prompt."""
-        if self.external is None:
+        the frozen system prompt, scanned like any text that feeds a prompt. A provider still loading
+        once its budget is spent is left out (its first turn says why)."""
+        provider = self._loaded()
+        if provider is None:
             return ""
-        provider = self.external
         self._started.add(session_id)
         self._call_blocking("initialize", START_SECONDS, lambda: provider.initialize(
-            session_id, hermes_home=str(self._home), cwd=str(cwd), platform="acp"))
-        block = self._call_blocking("system_prompt_block", START_SECONDS, provider.system_prompt_block)
+            session_id, hermes_home=str(self._home), cwd=str(cwd), platform="acp"), session_id)
+        block = self._call_blocking("system_prompt_block", START_SECONDS, provider.system_prompt_block, session_id)
         if not isinstance(block, str) or not block.strip():
             return ""
         from acp_hermes_memory.scan import guard_context_text
@@ -170,10 +231,14 @@ class MemoryProviders:
 
     async def recall(self, session_id: str, cwd: Path, turn: int, message: str, tell: Tell) -> str:
         """What the provider recalls for the user's ``message`` (scanned), within the turn's budget."""
-        if self._refused is not None and session_id not in self._told_refusal:
+        provider = await self._loaded_soon()
+        refused = [why for why in (self._refused, self._not_loaded()) if why]
+        if refused and session_id not in self._told_refusal:
             self._told_refusal.add(session_id)
-            tell(f"⚠️ {self._refused}.")
-        provider = self.external
+            tell("".join(f"⚠️ {why}.\n" for why in refused).rstrip("\n"))
+        if session_id in self._untold and session_id not in self._told:  # it failed while the session was built
+            self._told.add(session_id)
+            tell(self._untold.pop(session_id))
         if provider is None:
             return ""
         starting = session_id not in self._started  # a session loaded rather than built here
@@ -234,17 +299,17 @@ class MemoryProviders:
 
     def shutdown(self) -> None:
         """The agent exits (blocking, off the event loop, which keeps running meanwhile): what the provider
-        is still doing in the background (a session's end) may finish, within a budget, then it stops."""
-        concurrent.futures.wait(list(self._pending), timeout=HOOK_SECONDS * 6)
+        is still doing in the background (a session's end) may finish within ``EXIT_SECONDS``, then it stops."""
+        concurrent.futures.wait(list(self._pending), timeout=EXIT_SECONDS)
         provider = self.external
         if provider is not None:
             self._call_blocking("shutdown", START_SECONDS, provider.shutdown)
 
     def summary(self) -> list[str]:
         """What ``/memory`` shows of the provider (blocking, within the start budget)."""
-        provider = self.external
+        provider = self._loaded()
         if provider is None:
-            return [f"⚠️ {self._refused}."] if self._refused else []
+            return [f"⚠️ {why}." for why in (self._refused, self._not_loaded()) if why]
         lines = self._call_blocking("summary", START_SECONDS * 3, provider.summary)
         return [f"**Memory provider `{provider.name}`**", *(lines if isinstance(lines, list) else
                                                           ["(it did not answer in time)"])]
@@ -252,11 +317,13 @@ class MemoryProviders:
     # -- its tools
 
     def tools(self) -> list[Tool]:
-        """The provider's tools as registry tools: dispatched through the registry and the gate."""
+        """The provider's tools as registry tools: dispatched through the registry and the gate (none
+        while it is still loading; asked for again once it has)."""
         if self._tools is None:
-            provider = self.external
-            schemas = self._call_blocking("get_tool_schemas", START_SECONDS, provider.get_tool_schemas) \
-                if provider is not None else None
+            provider = self._loaded()
+            if provider is None:
+                return []
+            schemas = self._call_blocking("get_tool_schemas", START_SECONDS, provider.get_tool_schemas)
             self._tools = [self._tool(schema) for schema in schemas or [] if _valid_schema(schema)]
         return self._tools
 

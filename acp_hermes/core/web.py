@@ -11,11 +11,12 @@ the session, once, with a notice, and the request goes again without them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from acp_hermes.config import WebSettings
-from acp_hermes_memory.text import one_line
+from acp_hermes_memory.text import markdown_line, one_line
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import ToolKind
 
@@ -24,6 +25,7 @@ from acp_hermes_tools.contracts import ToolKind
 SEARCH_TOOL = "web_search_20260318"
 FETCH_TOOL = "web_fetch_20260318"
 _KINDS: dict[str, ToolKind] = {"web_search": "search", "web_fetch": "fetch"}
+_PLAIN_URL = re.compile(r"https?://[^\s<>\\`\x00-\x1f\x7f]{1,2000}", re.ASCII)
 
 
 class WebTools:
@@ -80,15 +82,21 @@ def presented(name: str, arguments: dict[str, Any]) -> WebCall:
 
 @value
 class WebOutcome:
-    """A server tool's result as shown: whether it worked, the text (titles and links), the raw output."""
+    """A server tool's result as shown: whether it worked, the text (titles and links), the raw output,
+    and the scanner's findings in what the model read (titles, a fetched page's text)."""
 
     ok: bool
     text: str
     raw_output: dict[str, Any]
+    threats: tuple[str, ...] = ()
 
 
 def outcome(block: dict[str, Any]) -> WebOutcome:
-    """What a ``web_search_tool_result`` or ``web_fetch_tool_result`` block found."""
+    """What a ``web_search_tool_result`` or ``web_fetch_tool_result`` block found (blocking: it scans a
+    fetched page, so call it on a worker thread).
+
+    The blocks go back to the API exactly as they came, so the model reads them as they are: a title or
+    page carrying injection patterns is flagged here, on the card, and the loop warns the model."""
     content = block.get("content")
     if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
         code = str(content.get("error_code") or "unknown")
@@ -96,15 +104,46 @@ def outcome(block: dict[str, Any]) -> WebOutcome:
     if block.get("type") == "web_search_tool_result":
         found = [{"title": str(item.get("title") or item.get("url") or ""), "url": str(item.get("url") or "")}
                  for item in content if isinstance(item, dict)] if isinstance(content, list) else []
-        lines = [f"- {one_line(item['title'], 120)} — <{item['url']}>" for item in found]
-        return WebOutcome(True, "\n".join(lines) or "No results.", {"results": found})
+        lines = [f"- {markdown_line(item['title'], 120)} — {_link(item['url'])}" for item in found]
+        threats = _threats("\n".join(f"{item['title']}\n{item['url']}" for item in found))
+        return _flagged(WebOutcome(True, "\n".join(lines) or "No results.", {"results": found}, threats))
     page = content if isinstance(content, dict) else {}
     url = str(page.get("url") or "")
     document = page.get("content")
     if not isinstance(document, dict):
         document = {}
-    title = one_line(str(document.get("title") or url), 160)
-    return WebOutcome(True, f"Fetched {title} — <{url}>", {"url": url, "title": title})
+    title = str(document.get("title") or url)
+    source = document.get("source")
+    text = source.get("data") if isinstance(source, dict) and source.get("type") == "text" else None
+    threats = _threats(f"{title}\n{url}\n{text if isinstance(text, str) else ''}")
+    shown = f"Fetched {markdown_line(title, 160)} — {_link(url)}"
+    return _flagged(WebOutcome(True, shown, {"url": url, "title": one_line(title, 160)}, threats))
+
+
+def _link(url: str) -> str:
+    """A web address as one Markdown line: a link when it is a plain http(s) one, else literal text."""
+    return f"<{url}>" if _PLAIN_URL.fullmatch(url) else markdown_line(url, 300)
+
+
+def _threats(text: str) -> tuple[str, ...]:
+    from acp_hermes_memory.scan import scan
+
+    return tuple(finding.pattern_id for finding in scan(text, "context"))
+
+
+def _flagged(found: WebOutcome) -> WebOutcome:
+    if not found.threats:
+        return found
+    said = (f"⚠️ This contains text that looks like instructions to the agent ({', '.join(found.threats)}); "
+            "the agent was told to treat it as data.")
+    return WebOutcome(found.ok, f"{said}\n\n{found.text}", found.raw_output, found.threats)
+
+
+def model_warning(call_name: str, call_title: str, threats: tuple[str, ...]) -> str:
+    """What the model is told of a flagged result, with the next tool result or prompt."""
+    from acp_hermes_memory.scan import injection_warning
+
+    return injection_warning(f"{call_name} result ({call_title})", list(threats))
 
 
 def _tool_of(block: dict[str, Any]) -> str:

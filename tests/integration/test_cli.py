@@ -189,3 +189,104 @@ def test_offline_demo_runs_end_to_end_without_a_key(tmp_path: Path, flags: tuple
     assert "context: " in output and not re.search(r"\$\d", output)  # the free scripted model costs nothing
     assert output.count("[ ] Run the tests") == 1 and "Plan (0/3 done)" not in output  # the plan shown once,
     assert "plan: [x] Run the tests" in output  # then only the steps that changed
+
+
+@pytest.mark.parametrize("command", [("doctor",), ("sessions", "list"), ("sessions",), ("memory", "providers"),
+                                     ("demo",), ("serve",), ("setup",)])
+def test_version_after_a_subcommand_prints_the_version_and_runs_nothing(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    home = tmp_path / "hermes-home"
+    result = run_cli(*command, "--version", home=home)
+    assert (result.returncode, result.stdout.strip(), result.stderr) == (0, f"acp-hermes {acp_hermes.__version__}", "")
+    assert not home.exists()  # the command itself did not run
+
+
+@pytest.mark.anyio
+async def test_a_variable_name_as_the_saved_key_is_no_key_and_doctor_says_why_in_one_line(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "api_key: ${ANTHROPIC_API_KEY}\n")
+    doctor = run_cli("doctor", home=home)
+    problems = doctor.stdout.split("\nProblems\n")[1].splitlines()
+    assert doctor.returncode == 1
+    about_the_key = [line for line in problems if "API key" in line or "api_key" in line]
+    assert about_the_key == ["  - config.yaml's api_key is '${ANTHROPIC_API_KEY}', the name of a variable, not a key: "
+                             "config.yaml does not expand variables. Set ANTHROPIC_API_KEY in the environment (an "
+                             "editor's `env`), or run `acp-hermes setup` to save the key itself"]
+    async with running_agent(tmp_path, None, home=home) as agent:  # as if none were saved: the editor offers setup
+        with pytest.raises(RequestError) as no_key:
+            await agent.new_session()
+        assert no_key.value.code == AUTH_REQUIRED
+
+    env_key = subprocess.run([SCRIPT, "doctor"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                             env={**cli_env(home), "ANTHROPIC_API_KEY": "sk-ant-from-the-env-0123456789"}, timeout=120)
+    assert env_key.returncode == 0, env_key.stdout  # the environment's key is used: nothing is wrong
+    assert "note: config.yaml's api_key '${ANTHROPIC_API_KEY}' is a variable's name" in env_key.stdout
+
+
+def test_log_level_in_any_case_and_an_empty_model_in_the_config(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "api_key: sk-ant-doctor-0123456789abcdef\nlog_level: debug\n")
+    lower = run_cli("doctor", home=home)
+    assert lower.returncode == 0, lower.stdout
+    assert "  log_level               DEBUG" in lower.stdout
+    write_config(home, "api_key: sk-ant-doctor-0123456789abcdef\nmodel: ''\n")
+    empty = run_cli("doctor", home=home)
+    assert empty.returncode == 1
+    assert "`model`: a model name cannot be empty (the default is claude-sonnet-5-5)" in empty.stdout
+    write_config(home, "api_key: sk-ant-doctor-0123456789abcdef\n")
+    variable = subprocess.run([SCRIPT, "doctor"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              env={**cli_env(home), "ACP_HERMES_LOG_LEVEL": "Debug"}, timeout=120)
+    assert variable.returncode == 0 and "  log_level               DEBUG" in variable.stdout
+    wrong = subprocess.run([SCRIPT, "doctor"], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           env={**cli_env(home), "ACP_HERMES_LOG_LEVEL": "loud"}, timeout=120)
+    assert "environment: ACP_HERMES_LOG_LEVEL='loud': Input should be" in wrong.stdout  # named by its variable
+
+
+def _read_until(fd: int, marker: bytes, deadline: float = 60.0) -> bytes:
+    import select
+    import time
+
+    seen = b""
+    end = time.monotonic() + deadline
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no {marker!r} in {seen!r}")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            raise AssertionError(f"closed before {marker!r}: {seen!r}")
+        seen += chunk
+    return seen
+
+
+def test_on_a_terminal_the_server_says_what_it_is_and_keeps_serving(tmp_path: Path) -> None:
+    import json
+    import pty
+
+    primary, terminal = pty.openpty()
+    server = subprocess.Popen([SCRIPT], stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=cli_env(tmp_path / "hermes-home"), cwd=str(tmp_path))
+    os.close(terminal)
+    try:
+        assert server.stderr is not None and server.stdout is not None
+        hint = _read_until(server.stderr.fileno(), b"\n").decode()
+        assert hint.startswith("acp-hermes: this is an Agent Client Protocol server")
+        assert "`acp-hermes demo`" in hint and "`acp-hermes --help`" in hint and hint.count("\n") == 1
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+        os.write(primary, json.dumps(request).encode() + b"\n")  # typed or pasted: still served
+        answer = json.loads(_read_until(server.stdout.fileno(), b"\n"))
+        assert answer["id"] == 1 and answer["result"]["protocolVersion"] == 1
+        os.write(primary, b"\x04")  # Ctrl-D
+        assert server.wait(timeout=60) == 0
+    finally:
+        os.close(primary)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+    piped = subprocess.run([SCRIPT], input="", capture_output=True, text=True,
+                           env=cli_env(tmp_path / "hermes-home"), timeout=60)  # how editors start it
+    assert piped.returncode == 0 and "this is an Agent Client Protocol server" not in piped.stderr

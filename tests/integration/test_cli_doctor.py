@@ -148,9 +148,12 @@ def test_repair_reports_the_rows_it_really_recovered_and_lost(tmp_path: Path, se
         calls = dict(conn.execute("SELECT id, tool_call_count FROM sessions").fetchall())
     recovered = sum(counts.values())
     assert markers == [0, 1, 2, 3, 4, 5, 9, 10, 11]  # the zeroed page held 6, 7 and 8: nothing else is gone
-    assert f"recovered 2 session(s) and {recovered} message(s)" in repaired
-    assert f"unreadable): {12 - recovered} message(s), 0 session(s)" in repaired
-    assert ("2 of those sessions lost their own record" in repaired) is sessions_too
+    assert (f"  repaired: a fresh session database holds 2 sessions and {recovered} messages recovered from the "
+            f"damaged one, which is kept as {database}.damaged-") in repaired
+    assert (f"  lost: {12 - recovered} messages that the damaged file lists but that cannot be read\n"
+            in repaired)  # plurals written out; no "0 sessions"
+    assert ("  of those, 2 sessions lost their title and folder" in repaired) is sessions_too
+    assert "(s)" not in repaired
     assert "500" not in repaired.split("Environment")[1].split("ripgrep")[0]
     assert stored == counts == {"alpha": 6, "beta": 3} != written  # counted from what is there
     assert calls == {"alpha": 2, "beta": 1}  # messages 1 and 4 | 10 called a tool (7 is lost)
@@ -159,6 +162,12 @@ def test_repair_reports_the_rows_it_really_recovered_and_lost(tmp_path: Path, se
         subprocess.run([SCRIPT, "sessions", "list", "--json"], capture_output=True, text=True,
                        env=cli_env(home), timeout=120).stdout)}
     assert listed == counts
+    shown = subprocess.run([SCRIPT, "sessions", "list"], capture_output=True, text=True, env=cli_env(home),
+                           timeout=120).stdout
+    assert "[None]" not in shown and shown.count("[folder unknown]") == (2 if sessions_too else 0)
+
+    again = doctor(home, user_home, "--repair").stdout
+    assert "  the session database needs no repair\n" in again and "nothing to repair" not in again
 
 
 ZED_WRONG = """{
@@ -217,3 +226,42 @@ def test_doctor_flags_editor_settings_that_start_acp_hermes_wrong(tmp_path: Path
     fixed = doctor(home, user_home).stdout
     assert f"{avante}: agent “acp-hermes” runs {installed}: found" in fixed
     assert "avante.nvim approves" not in fixed and "variable's name" not in fixed
+
+
+def test_a_home_that_is_a_file_is_one_problem_not_a_configuration_error_too(tmp_path: Path) -> None:
+    home, user_home = tmp_path / "hermes-home", tmp_path / "user"
+    home.write_text("not a directory\n")
+    problems = doctor(home, user_home).stdout.split("\nProblems\n")[1]
+    assert problems.count("is a file, not a directory") == 1, problems
+    assert "invalid configuration" not in problems
+
+
+def test_a_skill_whose_folder_name_is_invalid_is_reported_once_with_that_reason(tmp_path: Path) -> None:
+    home, user_home = tmp_path / "hermes-home", tmp_path / "user"
+    write_config(home, "api_key: sk-ant-doctor-0123456789abcdef\n")
+    write_skill(home / "skills", "deploy", "Ship it.")
+    (home / "skills" / "Deploy Prod").mkdir()  # its name line matches the folder, so only the folder is wrong
+    (home / "skills" / "Deploy Prod" / "SKILL.md").write_text("---\nname: Deploy Prod\ndescription: Ship.\n---\nGo.\n")
+    (home / "skills" / "My Tools" / "lint").mkdir(parents=True)  # a category folder the store refuses
+    (home / "skills" / "My Tools" / "lint" / "SKILL.md").write_text("---\nname: lint\ndescription: Lint.\n---\nRun.\n")
+
+    checked = doctor(home, user_home, "--log-level", "WARNING")
+    problems = checked.stdout.split("\nProblems\n")[1].splitlines()
+    assert checked.returncode == 1
+    assert problems == [
+        "  - skill Deploy Prod is not loaded "
+        f"({home / 'skills' / 'Deploy Prod' / 'SKILL.md'}): its folder's name 'Deploy Prod' is not a valid skill "
+        "name (lowercase letters, digits, '.', '_' and '-', at most 64 characters): rename the folder, and the "
+        "frontmatter's `name:` to match",
+        "  - skill My Tools/lint is not loaded "
+        f"({home / 'skills' / 'My Tools' / 'lint' / 'SKILL.md'}): its category folder's name 'My Tools' is not a "
+        "valid name (lowercase letters, digits, '.', '_' and '-', at most 64 characters): rename that folder",
+    ]
+    assert "NOT LOADED: Deploy Prod: its folder's name" in checked.stdout
+    assert checked.stderr.count("not listing the skill in") <= 1  # the store's own log line, once per look
+
+    listing = subprocess.run([SCRIPT, "skills", "list"], capture_output=True, text=True, env=cli_env(home),
+                             cwd=str(tmp_path), stdin=subprocess.DEVNULL, timeout=120)
+    assert listing.returncode == 0 and listing.stdout.startswith("deploy ")
+    assert listing.stderr == ("Not listed, as they do not load: Deploy Prod, My Tools/lint "
+                              "(`acp-hermes doctor` says why).\n")

@@ -123,3 +123,13 @@ def test_skills_list_and_show_every_source(tmp_path: Path) -> None:
     missing = run_cli("skills", "show", "nope", home=home)
     assert missing.returncode == 1
     assert "no skill named 'nope'" in missing.stderr and missing.stdout == ""
+
+
+def test_an_invalid_configuration_is_one_note_however_often_a_command_uses_it(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "memory_char_limit: lots\n")
+    for command in (("memory", "providers"), ("memory", "show"), ("skills", "list")):
+        result = run_cli(*command, home=home)
+        assert result.returncode == 0, result.stderr
+        notes = [line for line in result.stderr.splitlines() if "configuration error" in line]
+        assert len(notes) == 1 and "`memory_char_limit`" in notes[0], (command, result.stderr)

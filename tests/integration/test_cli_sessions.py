@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from acp_hermes_memory.session_db import SessionDB
-from tests.integration.test_cli import run_cli
+from tests.integration.test_cli import SCRIPT, cli_env, run_cli
 from tests.support.acp_harness import running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 
@@ -83,6 +84,72 @@ def test_export_refuses_a_folder_that_does_not_exist(tmp_path: Path) -> None:
     assert not (tmp_path / "missing").exists()
     written = run_cli("sessions", "export", "s-export", "--output", str(tmp_path / "x.md"), home=home)
     assert written.returncode == 0 and (tmp_path / "x.md").read_text().startswith("# Conversation")
+
+
+def test_export_errors_name_the_path_given_and_json_goes_with_output(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        db.create_session("s-export", cwd="/w", model="m", mode="default", model_config={}, system_prompt="")
+        db.append_message("s-export", "user", "hello")
+    env = {**cli_env(home), "HOME": str(tmp_path)}
+
+    def export(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SCRIPT, "sessions", "export", "s-export", *args], capture_output=True, text=True,
+                              env=env, cwd=str(tmp_path), stdin=subprocess.DEVNULL, timeout=120)
+
+    refused = export("--json")  # the export is Markdown or JSON lines; --json alone would be ignored
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "`--json` goes with `--output`" in refused.stderr and "--format jsonl" in refused.stderr
+    assert "sessions show ID --json" in refused.stderr
+
+    home_folder = export("--output", "~/missing/x.md")
+    assert home_folder.returncode == 1
+    assert home_folder.stderr == ("acp-hermes: the folder ~/missing does not exist: create it first, or write "
+                                  "elsewhere\n")
+    if Path("/proc/self").is_dir():  # a folder nobody can create files in, root included
+        unwritable = export("--output", "/proc/acp-hermes-export.md")
+        assert unwritable.returncode == 1 and "Traceback" not in unwritable.stderr
+        assert unwritable.stderr.startswith("acp-hermes: cannot write /proc/acp-hermes-export.md: ")
+        assert ".tmp" not in unwritable.stderr  # not the temp file the write goes through
+
+    noted = export("--output", "x.md", "--json")
+    assert noted.returncode == 0 and json.loads(noted.stdout) == {"written": "x.md", "rows": 1}
+
+
+def test_list_by_folder_with_a_limit_and_sessions_a_repair_left_without_one(tmp_path: Path) -> None:
+    home, workspace = tmp_path / "hermes-home", tmp_path / "workspace"
+    workspace.mkdir()
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        for number in range(3):
+            db.create_session(f"here-{number}", cwd=str(workspace), model="m", mode="default", model_config={},
+                              system_prompt="")
+            db.append_message(f"here-{number}", "user", "hello")
+        db.create_session("recovered", cwd=None, model=None, mode=None, model_config={}, system_prompt=None,
+                          title="(recovered messages)")  # what `doctor --repair` makes of a lost session row
+        db.append_message("recovered", "user", "saved words")
+
+    def listing(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([SCRIPT, "sessions", "list", *args], capture_output=True, text=True,
+                              env=cli_env(home), cwd=str(workspace), stdin=subprocess.DEVNULL, timeout=120)
+
+    here = listing("--cwd", ".")  # relative to where it runs: sessions store absolute folders
+    assert here.returncode == 0 and here.stdout.count(f"[{workspace}]") == 3 and "recovered" not in here.stdout
+    empty = listing("--cwd", str(tmp_path))
+    assert empty.returncode == 0 and empty.stdout == f"No sessions in {tmp_path} yet.\n"
+    unknown = listing("--cwd", "no-such-folder")
+    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.stderr == (f"acp-hermes: no sessions in no-such-folder: there is no such folder "
+                              f"({workspace / 'no-such-folder'})\n")
+
+    everything = listing()
+    assert "[None]" not in everything.stdout and "(recovered messages)  [folder unknown]" in everything.stdout
+    for limit in ("0", "-1", "many"):
+        wrong = listing("--limit", limit)
+        assert wrong.returncode == 2 and wrong.stdout == ""
+        assert f"argument --limit: give a number of sessions, 1 or more (not '{limit}')" in wrong.stderr
+    two = listing("--limit", "2")
+    assert len(two.stdout.splitlines()) == 3 and two.stdout.endswith("(the 2 most recent; `--limit 4` shows more)\n")
+    assert "shows more" not in listing("--limit", "4").stdout
 
 
 def test_sessions_are_named_by_a_unique_prefix_of_their_id(tmp_path: Path) -> None:

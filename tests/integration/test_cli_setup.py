@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
 import yaml
 
-from tests.integration.test_cli import run_cli
+from tests.integration.test_cli import SCRIPT, cli_env, run_cli
 from tests.support.fake_anthropic import FakeAnthropic
 
 GOOD_KEY = "sk-ant-setup-good-0123456789abcdef"
@@ -60,3 +61,41 @@ def test_a_base_url_without_scheme_or_host_is_refused(tmp_path: Path) -> None:
         assert refused.returncode == 1, url
         assert "Not a base URL" in refused.stderr and "Nothing written" in refused.stderr
     assert saved(home) is None
+
+
+QUESTION = "Anthropic API key"
+
+
+def test_setup_that_cannot_succeed_says_so_before_asking_anything(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("max_iterations: 0\nmodle: claude-opus-5-5\n", encoding="utf-8")
+    invalid = run_cli("setup", "--no-check", home=home, stdin=f"{GOOD_KEY}\n\n\n")
+    assert invalid.returncode == 1 and QUESTION not in invalid.stdout
+    assert invalid.stderr == (f"Cannot update the configuration: {config}: `max_iterations`: Input should be greater "
+                              "than or equal to 1; `modle`: unknown key\n")
+    assert config.read_text(encoding="utf-8") == "max_iterations: 0\nmodle: claude-opus-5-5\n"
+
+    no_terminal = run_cli("setup", home=tmp_path / "fresh-home")  # stdin is /dev/null: no answer can come
+    assert no_terminal.returncode == 1 and QUESTION not in no_terminal.stdout
+    assert "there is no terminal to ask on" in no_terminal.stderr and "ANTHROPIC_API_KEY" in no_terminal.stderr
+
+    if Path("/proc/self").is_dir():  # a HERMES_HOME nobody can create, root included
+        nowhere = Path("/proc/acp-hermes-no-such-home")
+        unwritable = subprocess.run([SCRIPT, "setup", "--no-check"], input=f"{GOOD_KEY}\n\n\n", capture_output=True,
+                                    text=True, env=cli_env(nowhere), timeout=120)
+        assert unwritable.returncode == 1 and QUESTION not in unwritable.stdout
+        assert unwritable.stderr.startswith(f"Cannot save the configuration in {nowhere / 'acp-hermes'}: ")
+        assert "Traceback" not in unwritable.stderr
+
+
+def test_setup_does_not_offer_to_keep_a_variable_name_saved_as_the_key(tmp_path: Path) -> None:
+    home = tmp_path / "hermes-home"
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("api_key: ${ANTHROPIC_API_KEY}\n", encoding="utf-8")
+    kept = run_cli("setup", "--no-check", home=home, stdin="\n\n\n")  # Enter would keep a real key
+    assert kept.returncode == 1 and "Enter keeps it" not in kept.stdout
+    assert "is the name of a variable, not a key" in kept.stdout and "No API key given" in kept.stderr
+    assert saved(home) == {"api_key": "${ANTHROPIC_API_KEY}"}  # nothing written

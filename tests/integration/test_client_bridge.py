@@ -100,7 +100,9 @@ async def test_commands_run_in_editor_terminals_that_are_embedded_then_released(
     creates = [m["params"] for m in sent if m.get("method") == "terminal/create"]
     assert len(creates) == 3
     assert all(params["cwd"] == str(agent.workspace) for params in creates)
-    assert creates[0]["args"][-1] == "pwd; echo built; exit 0"  # the exact command, run by a shell
+    # The exact command is what the terminal shows (quoted unless it is plain words) beside the script that runs it.
+    assert [(params["command"], params["args"][1]) for params in creates] == [
+        ("/bin/sh", "'pwd; echo built; exit 0'"), ("/bin/sh", "'echo broken >&2; exit 4'"), ("/bin/sh", "sleep 30")]
 
     ok, bad, slow = calls["toolu_ok"], calls["toolu_bad"], calls["toolu_slow"]
     terminal_ids = list(client.terminals)

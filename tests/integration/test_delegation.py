@@ -114,6 +114,15 @@ def card_texts(agent: AgentProcess, session_id: str, call_id: str) -> list[str]:
     return texts
 
 
+def card_titles(agent: AgentProcess, session_id: str, call_id: str) -> list[str]:
+    """Every title the delegate call's card showed, in order, each once (its tool_call, then its updates)."""
+    titles: list[str] = []
+    for update in agent.tool_updates(session_id, call_id):
+        if "title" in update and (not titles or titles[-1] != update["title"]):
+            titles.append(update["title"])
+    return titles
+
+
 def child_ids(agent: AgentProcess, parent_id: str) -> list[str]:
     """The children announced on the parent (subagent_update), in order of announcement."""
     seen: list[str] = []
@@ -236,6 +245,11 @@ async def test_a_single_child_works_in_a_fresh_context_and_its_answer_is_the_too
         assert set(calls) == {"toolu_delegate"}  # the child's calls are not the parent's
         delegate = calls["toolu_delegate"]
         assert delegate.status == "completed" and delegate.text() == f"Subagent completed\n\n{CHILD_ANSWER}"
+        # Work, not a thought; its title follows the child: the summary the editors that show only a title show.
+        assert delegate.announced["kind"] == "other"
+        assert card_titles(agent, parent, "toolu_delegate") == [
+            f"Delegate: {CHILD_GOAL}", "Subagent starting", "Subagent running",
+            'Subagent running · Search "TODO" in src', "Subagent completed"]
         assert delegate.final["rawOutput"]["children"][0]["status"] == "completed"
         progress = card_texts(agent, parent, "toolu_delegate")[:-1]
         assert progress[0] == f"0/1 running\n1. {CHILD_GOAL} — queued"
@@ -317,6 +331,12 @@ async def test_a_batch_runs_at_once_and_a_failing_child_does_not_take_the_others
         assert [c["goal"] for c in children] == list(BATCH)
         assert [c["status"] for c in children] == ["completed", "failed", "completed"]
         assert len({c["session_id"] for c in children}) == 3
+        assert call.announced["kind"] == "other"
+        titles = card_titles(agent, parent, "toolu_batch")
+        assert titles[:2] == ["Delegate 3 tasks to subagents", "Subagents 0/3 running"]
+        assert "Subagents 3/3 running" in titles  # the three at once, in the title too
+        assert any(title.startswith("Subagents 2/3 running, 1 done") for title in titles)
+        assert titles[-1] == "Subagents 3/3 done, 1 failed"  # the final title says how they ended
         progress = card_texts(agent, parent, "toolu_batch")[:-1]
         assert progress[0].startswith("0/3 running\n1. ")
         assert any(text.startswith("3/3 running\n") for text in progress)  # all three at once
@@ -518,10 +538,36 @@ async def test_cancelling_the_parent_mid_batch_stops_every_child_and_the_session
         assert final == text
         assert progress[-1] == "0/3 running, 3 done\n" + "\n".join(
             f"{number}. {goal} — cancelled" for number, goal in enumerate(BATCH, 1))
+        assert card_titles(agent, parent, "toolu_cancelled_batch")[-1] == "Subagents 3/3 done, 3 cancelled"
         if subagents:
             check_subagent_wire(agent, parent)
             states = terminal_states(agent, parent)
             assert len(states) == 3 and {s["stopReason"] for s in states.values()} == {"cancelled"}
+
+
+async def test_children_still_waiting_when_the_parent_is_cancelled_end_the_card_as_cancelled(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "hermes-home"
+    write_config(home, "delegation:\n  max_concurrent: 1\n")
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in BATCH]}, id="toolu_one_at_a_time"),
+        text_reply("Starting over."),
+    )
+    for goal in BATCH:
+        router.child(goal, slow_child_reply())
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        parent = await agent.new_session()
+        task = PromptTask(agent, parent)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "lint all three modules")
+            await fake_anthropic.wait_for_request_async(2)  # the parent's, then the first child's
+            assert await cancel_and_wait(agent, task) == "cancelled"
+        titles = card_titles(agent, parent, "toolu_one_at_a_time")
+        assert "Subagents 1/3 running" in titles
+        assert titles[-1] == "Subagents 3/3 done, 3 cancelled"  # the two that never started, too
+        assert check_tool_calls(agent, parent)["toolu_one_at_a_time"].status == "failed"
 
 
 def held(release: threading.Event, reply: Reply) -> Callable[[ModelRequest], Reply]:
@@ -582,6 +628,93 @@ async def test_a_child_takes_no_prompt_and_its_own_cancel_stops_only_it(
             check_subagent_wire(agent, parent)
     finally:
         release.set()
+
+
+def refused_as_a_child(error: RequestError) -> bool:
+    return error.code == -32602 and "is a subagent working on its parent's task" in str(error.data)
+
+
+async def test_an_editor_cannot_drive_a_child_directly_and_nothing_changes(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """A child follows its parent: every request that would drive its session (its mode, its options,
+    a rewind, a steer, a prompt, opening, forking, closing or deleting it) is refused with -32602 while
+    it runs, and the child goes on and ends as if none had been sent; once it ended, opening, forking,
+    closing or deleting its stored session is refused the same way."""
+    release = threading.Event()
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"goal": BATCH[0]}, id="toolu_one"), text_reply("The parser is clean."),
+    ).child(BATCH[0], held(release, text_reply("parser: clean")))
+    fake_anthropic.script(*router.items())
+    fake_anthropic.script_auxiliary(text_reply("Linting"))  # the parent's title
+    home = tmp_path / "hermes-home"
+    workspace = str(tmp_path / "workspace")
+    try:
+        async with running_agent(tmp_path, fake_anthropic) as agent:
+            parent = await agent.new_session()
+            task = PromptTask(agent, parent)
+            raw = agent.conn._conn
+
+            async def attempts(child: str) -> list[tuple[str, Any]]:
+                requests: list[tuple[str, Callable[[], Any]]] = [
+                    ("session/set_mode", lambda: agent.conn.set_session_mode(session_id=child, mode_id="plan")),
+                    ("session/set_config_option", lambda: agent.conn.set_config_option(
+                        config_id="mode", session_id=child, value="plan")),
+                    ("_session/rewind_points", lambda: agent.conn.ext_method("session/rewind_points",
+                                                                             {"sessionId": child})),
+                    ("_session/rewind", lambda: agent.conn.ext_method("session/rewind", {
+                        "sessionId": child, "beforeMessage": {"messageId": "user-1"}, "mode": "both"})),
+                    ("_session/steering", lambda: agent.conn.ext_method("session/steering", {
+                        "sessionId": child, "prompt": [{"type": "text", "text": "stop"}]})),
+                    ("session/prompt", lambda: agent.prompt(child, "do something else")),
+                    ("session/load", lambda: agent.conn.load_session(cwd=workspace, session_id=child, mcp_servers=[])),
+                    ("session/resume", lambda: agent.conn.resume_session(cwd=workspace, session_id=child,
+                                                                         mcp_servers=[])),
+                    ("session/fork", lambda: agent.conn.fork_session(cwd=workspace, session_id=child, mcp_servers=[])),
+                    ("session/close", lambda: agent.conn.close_session(session_id=child)),
+                    ("session/delete", lambda: raw.send_request("session/delete", {"sessionId": child})),
+                ]
+                outcomes: list[tuple[str, Any]] = []
+                for method, send in requests:
+                    try:
+                        outcomes.append((method, await send()))
+                    except RequestError as error:
+                        outcomes.append((method, "refused" if refused_as_a_child(error) else error))
+                return outcomes
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(task.run, "lint the parser")
+                await fake_anthropic.wait_for_request_async(2)  # the child's model call is in flight
+                with SessionDB(home / "acp-hermes" / "state.db") as db:
+                    (child,) = [record.id for record in db.subagents_of(parent)]
+                while_running = await attempts(child)
+                assert task.stop_reason is None  # the child is still working
+                release.set()
+                with anyio.fail_after(10):
+                    await task.done.wait()
+            assert while_running == [(method, "refused") for method, _ in while_running]
+            assert task.stop_reason == "end_turn"
+            assert tool_result(fake_anthropic, "toolu_one") == ("Subagent completed\n\nparser: clean", False)
+            (child_request,) = [body for body in fake_anthropic.stream_requests if is_child(body)]
+            assert texts_of(child_request["messages"]) == [BATCH[0]]  # no steer, no prompt reached it
+            assert not agent.updates(child)  # nothing was announced on the child's id
+
+            # Once it ended it is no live session here ("not found", as any session not loaded), and
+            # what would open, copy, close or delete it from the store is refused as before.
+            stored = ("session/load", "session/resume", "session/fork", "session/close", "session/delete")
+            after_its_end = await attempts(child)
+            assert [(method, outcome if outcome == "refused" else outcome.code) for method, outcome in after_its_end] \
+                == [(method, "refused" if method in stored else -32002) for method, _ in after_its_end]
+            assert await agent.prompt(parent, "thanks") == "end_turn"  # the parent goes on
+    finally:
+        release.set()
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        record = db.get_session(child)
+        assert record is not None and record.mode == "default" and record.end_reason is None
+        assert [row.role for row in db.messages(child)] == ["user", "assistant"]
+        records, _ = db.list_sessions(include_empty=True)
+        assert {r.id for r in records} == {parent}  # no fork was made (children are never listed)
+        assert [c.id for c in db.subagents_of(parent)] == [child]
 
 
 # -- 7. the process killed mid-delegation
@@ -668,6 +801,8 @@ async def test_the_parents_replay_shows_the_delegate_card_with_the_answers_not_t
         replayed = agent.updates(parent)
         (call,) = [u for u in replayed if u["sessionUpdate"] == "tool_call"]
         assert call["toolCallId"] == "toolu_explain" and call["status"] == "completed"
+        # As the card ended: work, titled with how the children ended, the reports as its content.
+        assert call["kind"] == "other" and call["title"] == "Subagents 2/2 done"
         (shown,) = [item["content"]["text"] for item in call["content"]]
         assert shown == (f"## Task 1/2: {FIND_GOALS[0]}\ncompleted\n\n{FIND_ANSWERS[0]}\n\n"
                          f"## Task 2/2: {FIND_GOALS[1]}\ncompleted\n\n{FIND_ANSWERS[1]}")

@@ -18,7 +18,7 @@ from acp_hermes.testing.scripted_model import MessageReply, RawBody, StreamCut, 
 from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_background_jobs import SANDBOXES, gone, sleep_token
 from tests.integration.test_sandbox import running_with
-from tests.support.acp_harness import RawAgent, raw_agent, running_agent, write_config
+from tests.support.acp_harness import RawAgent, allow_bypass_here, raw_agent, running_agent, write_config
 from tests.support.fake_anthropic import DelegationRouter, FakeAnthropic, slow_text_reply, text_reply, tool_reply
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -84,6 +84,7 @@ async def test_a_process_killed_while_a_tool_runs_leaves_a_session_that_goes_on(
 ) -> None:
     fake_anthropic.script(tool_reply("terminal", {"command": "echo started; sleep 60"}, id="toolu_long"))
     home = tmp_path / "hermes-home"
+    allow_bypass_here(home)
     async with raw_agent(tmp_path, fake_anthropic, home=home) as agent:
         session_id = await open_session(agent, tmp_path / "workspace")
         await agent.request("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
@@ -145,7 +146,7 @@ async def test_the_editor_quitting_ends_a_subagents_running_command_at_once(
     """A subagent's long command is stopped the moment stdin closes — all of it, also a process that
     moved to a session of its own, where a signal to the command's group does not reach (as bubblewrap's
     sandbox init does: a cancel that caught it starting used to leave the whole sandbox running)."""
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token = sleep_token()
     goal = "Run the long check"
     command = f"setsid sleep {token} & sleep {token}; wait"

@@ -8,7 +8,9 @@ the reason where bubblewrap is missing or cannot create namespaces.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +69,55 @@ async def test_bypass_runs_ordinary_commands_unasked_but_inside_the_sandbox(
     peek, _ = tool_result(fake_anthropic, "toolu_peek")
     assert "PRIVATE KEY" not in peek and "key=[]" in peek
     assert calls["toolu_sneaky"].status == "failed"
-    if client_terminal:  # the editor's terminal ran the wrapped command line: the filter opened, then bwrap
+    if client_terminal:  # the editor's terminal ran each command through its launch script, sandboxed
         for command, args in client.terminal_commands:
-            assert command == "/bin/sh" and Path(args[4]).name == "bwrap" and "--seccomp" in args
+            assert command == "/bin/sh" and Path(args[0]).name.startswith("sandboxed-") and len(args) == 2
+
+
+# What each editor titles a terminal with, from terminal/create (read from their sources): Zed's
+# command header before it showed the call's title, Toad's border title, acpx's log line and prompt.
+TITLES = {
+    "zed": lambda command, args: f"{command} {' '.join(args)}",
+    "toad": lambda command, args: shlex.join([command, *args]).strip("'"),
+    "acpx": lambda command, args: " ".join([command, *(json.dumps(arg) for arg in args)]),
+}
+WRAPPER_WORDS = ("bwrap", "seccomp", "--unshare", "--setenv", "--ro-bind", "exec 3<", "env -i", "sandbox-exec")
+
+
+@needs_sandbox
+async def test_an_editor_terminal_is_titled_with_the_users_command_and_the_sandbox_still_holds(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = user_home(tmp_path)
+    plain, peek = "ls -a", "cat \"$(echo ~)/.ssh/id_rsa\"; echo \"key=[$ANTHROPIC_API_KEY]\""
+    fake_anthropic.script(terminal(plain, "toolu_plain"), terminal(peek, "toolu_peek"), text_reply("done"))
+    client = EditorClient(policy=choose("reject_once"))
+    async with running_agent(tmp_path, fake_anthropic, client=client, env={"HOME": str(home)},
+                             terminal=True) as agent:
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        assert await agent.prompt(sid, "look around") == "end_turn"
+        check_tool_calls(agent, sid)
+        creates = [m["params"] for m in agent.sent("terminal/create")]
+    launchers = tmp_path / "hermes-home" / "acp-hermes" / "terminals"
+    assert asked_ids(client) == []  # both ran unasked, inside the sandbox
+    (plain_create, peek_create) = creates
+    # The user's command line is what each editor shows: as written when it is plain words, quoted
+    # otherwise (inert in an editor that joins arguments unquoted); never a word of the sandbox.
+    for create, user, shown in ((plain_create, plain, plain), (peek_create, peek, shlex.quote(peek))):
+        command, args = create["command"], create["args"]
+        assert command == "/bin/sh" and args[1] == shown
+        assert Path(args[0]).parent == launchers and Path(args[0]).name.startswith("sandboxed-")
+        for editor, title in TITLES.items():
+            text = title(command, args)
+            assert text.startswith("/bin/sh ") and args[0] in text, editor
+            assert (json.dumps(shown) if editor == "acpx" else user) in text, editor
+            assert not any(word in text for word in WRAPPER_WORDS), editor
+    # ... while what ran was the sandboxed command line: the key stays hidden, no secret in the environment.
+    peeked, _ = tool_result(fake_anthropic, "toolu_peek")
+    assert "PRIVATE KEY" not in peeked and "key=[]" in peeked
+    assert tool_result(fake_anthropic, "toolu_plain") == (".\n..\n[exit code: 0]", False)
+    assert list(launchers.iterdir()) == []  # each script went once its command ended
 
 
 @needs_sandbox

@@ -333,7 +333,7 @@ async def test_without_a_sandbox_grants_cover_only_harmless_forms_of_the_same_pr
 async def test_bypass_without_a_sandbox_refuses_hidden_catastrophes_and_asks_for_what_it_cannot_see(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
-    write_config(tmp_path / "hermes-home", "sandbox: off\n")
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
     home = tmp_path / "user-home"
     home.mkdir()
     (home / "precious.txt").write_text("keep me\n")
@@ -362,6 +362,56 @@ async def test_bypass_without_a_sandbox_refuses_hidden_catastrophes_and_asks_for
     assert (home / "precious.txt").read_text() == "keep me\n"
 
 
+async def test_bypass_without_a_sandbox_refuses_new_spellings_and_asks_for_profiles_and_programs_without_rules(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """``rlwrap rm -rf ~``, ``chronic …``, ``proot …`` wiped the home folder unasked, and ``truncate`` or
+    ``unlink`` of ``~/.bashrc`` ran unasked. Here the wrappers are real (each runs its arguments) and
+    first on PATH, and HOME is a folder of the test's own: a hole would empty that folder."""
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
+    home = tmp_path / "user-home"
+    home.mkdir()
+    (home / "precious.txt").write_text("keep me\n")
+    (home / ".bashrc").write_text("export KEEP=1\n")
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    for name in ("rlwrap", "chronic", "proot"):
+        (wrappers / name).write_text('#!/bin/sh\nexec "$@"\n')
+        (wrappers / name).chmod(0o755)
+    commands = {
+        "toolu_rlwrap": "rlwrap rm -rf ~",
+        "toolu_chronic": "chronic rm -rf ~",
+        "toolu_proot": "proot rm -rf ~",
+        "toolu_trap": "trap 'rm -rf ~' EXIT",
+        "toolu_find": "find . -maxdepth 0 -exec sh -c 'rm -rf ~' \\;",
+        "toolu_truncate": "truncate -s0 ~/.bashrc",
+        "toolu_unlink": "unlink ~/.bashrc",
+        "toolu_unknown": "./wrap.sh rm notes.txt",
+        "toolu_ordinary": "echo visible > seen.txt",
+    }
+    fake_anthropic.script(*(terminal(command, call_id) for call_id, command in commands.items()), text_reply("done"))
+    client = EditorClient(policy=choose("reject_once"))
+    env = {"HOME": str(home), "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+    async with running_agent(tmp_path, fake_anthropic, client=client, env=env) as agent:
+        workspace = agent.workspace
+        (workspace / "wrap.sh").write_text('#!/bin/sh\nexec "$@"\n')
+        (workspace / "wrap.sh").chmod(0o755)
+        (workspace / "notes.txt").write_text("notes\n")
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        assert await agent.prompt(sid, "clean up") == "end_turn"
+        calls = check_tool_calls(agent, sid)
+    assert asked_ids(client) == ["toolu_truncate", "toolu_unlink", "toolu_unknown"]
+    for call_id in list(commands)[:5]:
+        assert "never allowed" in tool_result(fake_anthropic, call_id)[0], call_id
+    questions = {q["toolCall"]["toolCallId"]: q["toolCall"]["title"] for q in client.permission_requests}
+    assert "a shell profile (~/.bashrc)" in questions["toolu_truncate"] and "deletes" in questions["toolu_unlink"]
+    assert "./wrap.sh may run rm" in questions["toolu_unknown"]
+    assert (home / "precious.txt").read_text() == "keep me\n" and (home / ".bashrc").read_text() == "export KEEP=1\n"
+    assert (workspace / "notes.txt").exists()
+    assert calls["toolu_ordinary"].status == "completed" and (workspace / "seen.txt").exists()
+
+
 async def test_the_agents_own_git_never_runs_a_program_the_repository_configured(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
@@ -388,3 +438,65 @@ async def test_the_agents_own_git_never_runs_a_program_the_repository_configured
     assert not marker.exists()
     subprocess.run(["git", "ls-files", "--others"], cwd=workspace, check=True, capture_output=True)
     assert marker.exists()  # the same listing, run plainly, runs the repository's program
+
+
+# Every process inside, bubblewrap's own pid 1 included: its environment and its command line.
+LOOK_AROUND = "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done"
+# Every file under /proc/sys (and /proc/sysrq-trigger) opened for writing, nothing written: none may open.
+OPEN_KNOBS = python(
+    "import os\nopened = [os.path.join(d, n) for top in ('/proc/sys',) for d, _, names in os.walk(top) for n in names]"
+    " + ['/proc/sysrq-trigger']\nfor path in list(opened):\n    try:\n        os.close(os.open(path, os.O_WRONLY))\n"
+    "    except OSError:\n        opened.remove(path)\nprint('uid', os.getuid(), 'opened', len(opened), opened[:3])\n"
+)
+
+
+@pytest.fixture
+def host_log_socket() -> Iterator[tuple[Path, socket.socket]]:
+    """A datagram socket outside, world-writable like ``/dev/log``."""
+    folder = Path(tempfile.mkdtemp(prefix="log-sock-"))
+    os.chmod(folder, 0o755)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(folder / "log"))
+    os.chmod(folder / "log", 0o777)
+    server.setblocking(False)
+    yield folder / "log", server
+    server.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("editor_terminal", [False, True], ids=["local", "editor terminal"])
+async def test_the_agents_environment_and_the_hosts_kernel_and_sockets_stay_outside(
+    tmp_path: Path, base: Path, server_user: int | None, fake_anthropic: FakeAnthropic, editor_terminal: bool,
+    host_log_socket: tuple[Path, socket.socket], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if editor_terminal and server_user is not None:
+        pytest.skip("the editor's terminal runs as the test's user")
+    log_path, log_server = host_log_socket
+    secrets = {"GITHUB_TOKEN": "ghp_AGENT_TOKEN", "AWS_SECRET_ACCESS_KEY": "AWS_AGENT_SECRET"}
+    for name, text in secrets.items():  # the editor's own environment, which its terminals inherit
+        monkeypatch.setenv(name, text)
+    fake_anthropic.script(
+        terminal(LOOK_AROUND, "toolu_environ"),
+        terminal(OPEN_KNOBS, "toolu_knobs"),
+        terminal(python("import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                        f"a.sendto(b'FORGED', '{log_path}'); print('sent')"), "toolu_log"),
+        text_reply("done"),
+    )
+    hand_over(base, server_user)
+    async with running_agent(tmp_path, fake_anthropic, home=base / "hermes", workspace=base / "workspace",
+                             terminal=editor_terminal, env={"HOME": str(base), **secrets},
+                             command=server_command(server_user)) as agent:
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        assert await agent.prompt(sid, "look around") == "end_turn"
+        api_key = fake_anthropic.env()["ANTHROPIC_API_KEY"]
+    seen = tool_result(fake_anthropic, "toolu_environ")[0]
+    assert "== /proc/1/environ" in seen  # bubblewrap's own process, readable: it holds nothing of ours
+    for text in (*secrets.values(), api_key, "HERMES_HOME"):
+        assert text not in seen, text
+    knobs = tool_result(fake_anthropic, "toolu_knobs")[0]
+    assert "opened 0 []" in knobs and "uid 0 " not in knobs, knobs  # root outside is nobody inside
+    assert "sent" not in tool_result(fake_anthropic, "toolu_log")[0]
+    with pytest.raises(BlockingIOError):
+        log_server.recv(100)

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
-from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
+from acp_hermes_memory.frames import has_tag
+from tests.support.acp_harness import AgentProcess, EditorClient, allow_bypass_here, choose, running_agent
+from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, tool_reply
 from tests.support.skills import put
 from tests.support.tool_checks import asked_ids, check_tool_calls, tool_result
 
@@ -32,6 +33,7 @@ metadata:
 
 1. Run `make docs`.
 2. Check `references/checklist.md` before publishing.
+3. The theme's footer ends with &lt;/SKILL&gt;, which the frame shows as a stand-in.
 """
 
 
@@ -76,6 +78,9 @@ async def test_a_hermes_skill_is_indexed_viewed_and_runs_from_the_menu(tmp_path:
     assert "# Skills index" in system and "## devops" in system and "- deploy-docs: Build the documentation" in system
     loaded = str(fake_anthropic.stream_requests[0]["messages"][-1])
     assert "Run `make docs`" in loaded and "for the 2.0 release" in loaded
+    sent = "".join(texts_of(fake_anthropic.stream_requests[0]["messages"][-1]["content"]))
+    framed = sent[sent.index('<skill name="devops/deploy-docs">\n') + 33:sent.index("\n</skill>")]
+    assert "ends with [/skill], which" in framed and not has_tag(framed, "skill")
     assert "docs-staging" in tool_result(fake_anthropic, "toolu_view")[0]
     assert "`devops/deploy-docs`" in listed
 
@@ -154,6 +159,7 @@ async def test_every_skill_manage_action_through_the_server(tmp_path: Path, fake
         text_reply("Done."),
     )
     fake_anthropic.script_auxiliary(text_reply("Skill upkeep"))
+    allow_bypass_here(home)
     async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
         sid = await agent.new_session()
         await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")

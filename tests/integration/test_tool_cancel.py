@@ -133,6 +133,7 @@ async def test_cancel_while_an_editor_terminal_runs_kills_and_releases_it(
 
         assert await agent.prompt(sid, "again") == "end_turn"
     assert tool_result(fake_anthropic, "toolu_slow") == (CANCELLED_RESULT, True)
+    assert list((tmp_path / "hermes-home" / "acp-hermes" / "terminals").iterdir()) == []  # its launch script went too
 
 
 def _shown_pid(agent: AgentProcess, session_id: str) -> int | None:

@@ -4,11 +4,15 @@ The boundary tests start it as the test's own user and, where the tests run as r
 unprivileged user (``setpriv``), so the same sandbox is checked from both sides.
 
     python -m tests.support.sandbox_probe '{"workspace": …, "home": …, "hermes": …, "commands": [...]}'
+
+Optional keys: ``environ`` (what the session's allowlist is built from), ``process_environ`` (added to
+this process's own environment, as the agent's secrets are), ``network``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +32,11 @@ def main() -> int:
         print(json.dumps({"unavailable": sandbox.status.detail}))
         return 0
     results = []
+    process_environ = {**os.environ, **spec.get("process_environ", {})}  # the agent's own, secrets and all
     for command in spec["commands"]:
         confinement = sandbox.confinement(network=bool(spec.get("network")))
         done = subprocess.run(confinement.wrap(["/bin/sh", "-c", command]), cwd=workspace, capture_output=True,
-                              text=True, timeout=60, check=False)
+                              text=True, timeout=60, check=False, env=process_environ)
         moved = [str(item.path) for item in sandbox.audit(confinement)]
         results.append({"code": done.returncode, "out": done.stdout, "err": done.stderr, "moved": moved})
     sandbox.discard()

@@ -60,8 +60,9 @@ def test_a_delegation_key_changes_that_one_and_keeps_the_other_defaults(tmp_path
 @pytest.mark.parametrize(("text", "expected"), [
     ("delegation: {max_concurent: 5}\n", "`delegation.max_concurent`: unknown key"),
     ("delegation: {toolsets: [file, browser, web]}\n",
-     "`delegation.toolsets`: unknown toolset(s) browser, web; known: file, search, terminal, todo, skills, "
+     "`delegation.toolsets`: unknown toolsets browser, web; known: file, search, terminal, todo, skills, "
      "session_search"),
+    ("delegation: {toolsets: [file, browser]}\n", "`delegation.toolsets`: unknown toolset browser; known: file"),
     ("delegation: {max_concurrent: 17}\n", "`delegation.max_concurrent`: Input should be less than or equal to 16"),
     ("delegation: {max_depth: 0}\n", "`delegation.max_depth`: Input should be greater than or equal to 1"),
     ("delegation: {result_max_chars: 100}\n", "`delegation.result_max_chars`: Input should be greater than or equal"),
@@ -96,3 +97,39 @@ def test_configuration_page_documents_every_delegation_key() -> None:
     section = text.split("## Delegation", 1)[1].split("\n## ", 1)[0]
     assert [name for name in DelegationSettings.model_fields if f"| `{name}` |" not in section] == []
     assert [name for name in TOOLSETS if f"`{name}`" not in section] == []
+
+
+@pytest.mark.parametrize("written", ["${ANTHROPIC_API_KEY}", "$ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "${MY_KEY}"])
+def test_a_variable_name_written_as_the_saved_key_counts_as_no_key(tmp_path: Path, written: str) -> None:
+    paths = Paths(tmp_path)
+    paths.own.mkdir(parents=True)
+    paths.config_file.write_text(f"api_key: '{written}'\n")
+    assert load_settings({}, paths).api_key is None  # the file expands nothing: this is no key
+    from_env = load_settings({"ANTHROPIC_API_KEY": "sk-ant-from-the-editor-0123456789"}, paths)
+    assert from_env.api_key is not None and from_env.api_key.get_secret_value() == "sk-ant-from-the-editor-0123456789"
+
+
+@pytest.mark.parametrize("written", ["debug", "Info", " warning ", "ERROR"])
+def test_log_level_is_read_in_any_case(tmp_path: Path, written: str) -> None:
+    paths = Paths(tmp_path)
+    paths.own.mkdir(parents=True)
+    paths.config_file.write_text(f"log_level: '{written}'\n")
+    level = written.strip().upper()
+    assert load_settings({}, paths).log_level == level
+    assert load_settings({"ACP_HERMES_LOG_LEVEL": written}, Paths(tmp_path / "none")).log_level == level
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("model: ''\n", "`model`: a model name cannot be empty (the default is claude-sonnet-5-5)"),
+    ("model: '  '\n", "`model`: a model name cannot be empty"),
+    ("auxiliary_model: ''\n", "`auxiliary_model`: a model name cannot be empty (the default is claude-haiku-5-5)"),
+])
+def test_an_empty_model_name_is_refused(tmp_path: Path, text: str, expected: str) -> None:
+    paths = Paths(tmp_path)
+    paths.own.mkdir(parents=True)
+    paths.config_file.write_text(text)
+    with pytest.raises(ConfigError, match="cannot be empty") as refused:
+        load_settings({}, paths)
+    assert expected in str(refused.value)
+    with pytest.raises(ConfigError, match=r"^environment: HERMES_MODEL=' ': a model name cannot be empty"):
+        load_settings({"HERMES_MODEL": " "}, Paths(tmp_path / "none"))

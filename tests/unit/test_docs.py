@@ -92,6 +92,15 @@ def test_the_index_lists_every_page() -> None:
     assert pages - linked == set()
 
 
+def test_every_editable_install_is_the_strict_kind() -> None:
+    """An editable install of a checkout is written as the README's, whose ``editable_mode=strict`` lets
+    the type checker follow ``tools/`` and ``memory/`` under their installed names (pyproject.toml)."""
+    found = [(path.name, line.strip()) for path in [*DOCUMENTS, *sorted((REPO_ROOT / "editor-configs").rglob("*.md"))]
+             for line in path.read_text(encoding="utf-8").splitlines() if re.search(r"pip install (-q )?-e ", line)]
+    assert len(found) >= 3  # README, architecture, getting-started at least: the check is not vacuous
+    assert [(name, line) for name, line in found if "editable_mode=strict" not in line] == []
+
+
 def test_configuration_names_every_setting() -> None:
     text = (DOCS / "configuration.md").read_text(encoding="utf-8")
     missing = [name for name in Settings.model_fields if f"`{name}`" not in text]

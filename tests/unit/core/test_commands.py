@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION
-from acp_hermes.core.commands import COMMANDS, CommandReply, parse, run_command
+from acp_hermes.core.commands import COMMANDS, CommandReply, parse, run_command, usage
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from tests.support.fake_provider import text
@@ -37,8 +37,22 @@ async def test_help_lists_every_command_with_its_hint(env: Env) -> None:
     shown, changed = await reply_to(env, "/help")
     assert changed is None
     for name, command in COMMANDS.items():
-        assert f"`/{name}{f' <{command.hint}>' if command.hint else ''}`" in shown
-    assert "`/model <model name>`" in shown  # the argument reads as a placeholder, not as words of the command
+        assert f"`{usage(command)}`" in shown and f"/{name}" in usage(command)
+    assert "`/steer <text>`" in shown  # the argument reads as a placeholder, not as words of the command
+    assert "`/model [model name]`" in shown and "`/export [file path]`" in shown  # one that may be left out
+    assert "optional:" not in shown and "[brackets] may be left out" in shown
+
+
+async def test_an_argument_help_marks_optional_may_really_be_left_out(env: Env) -> None:
+    """Each command /help shows with [brackets] answers without its argument; each with <…> asks for it."""
+    session = await env.manager().create(env.cwd, ())
+    for name, command in COMMANDS.items():
+        if not command.hint or name in ("init", "compact", "rollback"):  # a model turn or a checkpoint list
+            continue
+        reply = await run_command(session, [TextPart(f"/{name}")])
+        assert reply is not None
+        asks = reply.text.startswith("Give ")
+        assert asks is not command.hint.startswith("optional: "), (name, reply.text)
 
 
 @pytest.mark.parametrize(

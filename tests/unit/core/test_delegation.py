@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from acp_hermes.config import DEFAULT_CHILD_TOOLSETS, TOOLSETS, DelegationSettings, Settings
-from acp_hermes.core.delegation import NEVER_DELEGATED, ChildOutcome, Task, _tasks, tool_names_for
+from acp_hermes.core.delegation import NEVER_DELEGATED, ChildOutcome, Task, _tasks, card_title, tool_names_for
 from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
 from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.types import Usage
@@ -125,6 +125,27 @@ def test_raw_output_keeps_the_childs_figures() -> None:
     child = ChildOutcome("id", "goal", "completed", "end_turn", "a", Usage(input_tokens=7, output_tokens=3))
     assert child.raw() == {"session_id": "id", "goal": "goal", "status": "completed", "stop_reason": "end_turn",
                            "input_tokens": 7, "output_tokens": 3}
+
+
+# -- the card's title
+
+
+def test_the_card_title_is_the_running_summary_then_how_the_children_ended() -> None:
+    assert card_title(["queued"]) == "Subagent starting"
+    assert card_title(["running"], "Run pytest -q") == "Subagent running · Run pytest -q"
+    assert card_title(["failed"], "Run pytest -q") == "Subagent failed"  # no step once nothing runs
+    assert card_title(["queued"] * 3) == "Subagents 0/3 running"
+    assert card_title(["running", "completed", "running"], "Read CHANGELOG.md") == (
+        "Subagents 2/3 running, 1 done · Read CHANGELOG.md")
+    assert card_title(["completed"] * 3) == "Subagents 3/3 done"
+    assert card_title(["completed", "failed", "stopped", "failed"]) == "Subagents 4/4 done, 2 failed, 1 stopped"
+
+
+def test_the_card_titles_fixed_part_survives_a_one_line_label() -> None:
+    """CodeCompanion's label keeps only what comes before a colon (within 40 characters) or an em dash."""
+    for states in (["running"], ["running", "queued"], ["completed", "cancelled"]):
+        head = card_title(states, "Run: a — b").split(" · ")[0]
+        assert ":" not in head and "—" not in head
 
 
 def test_final_answer_is_the_last_assistant_text() -> None:

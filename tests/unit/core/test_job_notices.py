@@ -37,7 +37,7 @@ pytestmark = pytest.mark.anyio
 WAIT_LIMIT = 20.0  # seconds any one thing may take before the test fails
 NOTE = re.compile(r"\[Background job job-1 \(`cat release\.fifo > /dev/null; echo job says bye`\) exited with "
                   r"code 0 after \d+\.\ds\. Use process\(action=\"poll\", job_id=\"job-1\"\) for output not shown "
-                  r"here\. Its last output:\njob says bye\n\]")
+                  r"here\. Its last output:\]\n<job-output job=\"job-1\">\njob says bye\n</job-output>")
 NOTICE = re.compile(r"\n\n⏹ Background job job-1 \(`cat release\.fifo > /dev/null; echo job says bye`\) exited "
                     r"with code 0 after \d+\.\ds — the agent will see this at its next turn\.\n")
 
@@ -86,6 +86,8 @@ class Release:
 async def live_session(env: Env) -> AsyncIterator[tuple[Session, Sink]]:
     """A session in bypass mode whose background work (the notices) runs in a task group."""
     sink = Sink()
+    # Bypass without a sandbox (the test settings turn it off): only where the user's config allows it.
+    env.runtime.settings = env.runtime.settings.model_copy(update={"allow_unsandboxed_bypass": True})
 
     async with anyio.create_task_group() as group:
         def spawn(job: Coroutine[Any, Any, None]) -> None:

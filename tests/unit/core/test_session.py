@@ -157,7 +157,7 @@ async def test_a_cancel_while_the_turn_is_prepared_stops_it_before_the_model_is_
 ) -> None:
     """A cancel (or the editor quitting, which closes the session) that comes before the turn's loop has
     begun — its prompt converted on a thread, say — is not lost: the model's answer is never read and
-    the command it asks for never runs, in bypass as anywhere."""
+    the write it asks for, which accept-edits would make unasked, never happens."""
     from acp_hermes.core import attachments
 
     converting, release = threading.Event(), threading.Event()
@@ -169,9 +169,9 @@ async def test_a_cancel_while_the_turn_is_prepared_stops_it_before_the_model_is_
         return convert(parts, cwd)
 
     monkeypatch.setattr(attachments, "convert_prompt", held)
-    env.provider.script(tool_call("terminal", {"command": "touch ran"}), text("done"))
+    env.provider.script(tool_call("write_file", {"path": "ran", "content": "x"}), text("done"))
     session = await env.manager().create(env.cwd, ())
-    session.set_choice("mode", "bypass")
+    session.set_choice("mode", "accept-edits")
     outcome: list[str] = []
 
     async def run() -> None:

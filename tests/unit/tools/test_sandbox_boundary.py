@@ -133,6 +133,65 @@ def test_host_unix_sockets_are_out_of_reach(user: int | None, places: dict[str, 
     assert listed["code"] == 0  # the path is visible, just unusable
 
 
+@pytest.fixture
+def host_datagram_socket(places: dict[str, Path]) -> Iterator[tuple[Path, socket.socket]]:
+    """A named datagram socket outside the sandbox, as ``/dev/log`` (syslog) is."""
+    path = places["outside"] / "log.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(str(path))
+    os.chmod(path, 0o777)
+    server.setblocking(False)
+    try:
+        yield path, server
+    finally:
+        server.close()
+
+
+def _received(server: socket.socket) -> list[bytes]:
+    messages = []
+    while True:
+        try:
+            messages.append(server.recv(100))
+        except BlockingIOError:
+            return messages
+
+
+# Every way to a named or abstract Unix socket after socket(AF_UNIX) is refused, each printing what it got.
+REACH = {
+    "datagram pair, sendto": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'SENT', '{0}')",
+    "datagram pair, connect": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.connect('{0}'); "
+                              "a.send(b'SENT')",
+    "stream pair, sendto": "a, b = socket.socketpair(); a.sendto(b'SENT', '{0}')",
+    "stream pair, connect": "a, b = socket.socketpair(); a.connect('{0}'); a.send(b'SENT')",
+    "seqpacket pair, sendmsg": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET); "
+                               "a.sendmsg([b'SENT'], [], 0, '{0}'); print('PEER', b.recv(9))",
+    "abstract, datagram pair": "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
+                               "a.sendto(b'SENT', '\\0acp-hermes-abstract')",
+    "abstract, stream pair": "a, b = socket.socketpair(); a.connect('\\0acp-hermes-abstract')",
+    "vsock": "socket.socket(40, socket.SOCK_STREAM)",
+}
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["no network", "network on"])
+def test_no_way_leads_to_a_unix_socket_outside(user: int | None, places: dict[str, Path],
+                                              host_datagram_socket: tuple[Path, socket.socket], network: bool) -> None:
+    path, server = host_datagram_socket
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # the network on: the host's abstract names
+    abstract.bind("\0acp-hermes-abstract")
+    abstract.setblocking(False)
+    try:
+        commands = [f"python3 -c \"import socket; {code.format(path)}\"" for code in REACH.values()]
+        results = probe(user, places, commands, network=network)
+        for name, result in zip(REACH, results, strict=True):
+            if name == "seqpacket pair, sendmsg":  # the address is ignored: it goes to its own peer
+                assert "PEER b'SENT'" in result["out"], result
+            else:
+                assert result["code"] != 0, (name, result)
+        assert _received(server) == [] and _received(abstract) == []
+    finally:
+        abstract.close()
+
+
 SYSCALL = "python3 -c \"import ctypes, os; n = ctypes.CDLL(None, use_errno=True).syscall({0}); " \
           "print(n, os.strerror(ctypes.get_errno()))\""
 
@@ -168,6 +227,38 @@ def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Pat
         assert name not in seen, name
     assert "secret" not in offline["out"]
     assert "https_proxy=http://user:pass@proxy:3128" in online["out"]  # the network is on: its proxy goes with it
+
+
+def test_nothing_of_the_agents_environment_is_readable_inside(user: int | None, places: dict[str, Path]) -> None:
+    secrets = {"ANTHROPIC_API_KEY": "sk-ant-agent-secret", "GITHUB_TOKEN": "ghp_agentsecret",
+               "AWS_SECRET_ACCESS_KEY": "aws-agent-secret"}
+    (looked, descriptors) = probe(user, places, [
+        "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done",
+        "ls /proc/self/fd",
+    ], process_environ=secrets)
+    assert "== /proc/1/environ" in looked["out"]  # bubblewrap's own process is there, and readable
+    for name, secret in secrets.items():
+        assert secret not in looked["out"] and name not in looked["out"], name
+    assert descriptors["out"].split() == ["0", "1", "2", "3"]  # ls's own directory descriptor is the 3
+
+
+# Opens every file a kernel setting lives in for writing, writing nothing: a refused open is the boundary.
+KNOBS = (
+    "python3 -c \"import os\nopened = []\n"
+    "for top in ('/proc/sys', '/sys/kernel', '/sys/fs', '/sys/power', '/sys/module', '/proc/sysrq-trigger'):\n"
+    "  for folder, _, files in os.walk(top) if os.path.isdir(top) else [('/proc', [], ['sysrq-trigger'])]:\n"
+    "    for name in files:\n"
+    "      path = os.path.join(folder, name)\n"
+    "      try: os.close(os.open(path, os.O_WRONLY)); opened.append(path)\n"
+    "      except OSError: pass\n"
+    "print('OPENED', len(opened), opened[:5])\""
+)
+
+
+def test_the_hosts_kernel_settings_are_out_of_reach(user: int | None, places: dict[str, Path]) -> None:
+    uid, knobs = probe(user, places, ["id -u", KNOBS])
+    assert uid["out"].strip() != "0"  # root outside is not root inside
+    assert knobs["out"].startswith("OPENED 0 []"), knobs  # core_pattern among them: nothing was written
 
 
 @pytest.fixture
@@ -253,9 +344,11 @@ def test_a_workspace_that_holds_the_home_folder_does_not_unhide_it(user: int | N
 def test_a_bubblewrap_that_keeps_capabilities_is_no_sandbox(tmp_path: Path) -> None:
     seccomp = filter_file()
     assert seccomp is not None
-    for status, expected in (("CapEff:\t000001ffffffffff\nSeccomp:\t2\n", "cannot drop every capability"),
-                             ("CapEff:\t0000000000000000\nSeccomp:\t0\n", "did not load the seccomp filter"),
-                             ("CapEff:\t0000000000000000\nSeccomp:\t2\n", "")):
+    held = "ProcSys: read-only\n"
+    for status, expected in (("CapEff:\t000001ffffffffff\nSeccomp:\t2\n" + held, "cannot drop every capability"),
+                             ("CapEff:\t0000000000000000\nSeccomp:\t0\n" + held, "did not load the seccomp filter"),
+                             ("CapEff:\t0000000000000000\nSeccomp:\t2\nProcSys: writable\n", "/proc/sys writable"),
+                             ("CapEff:\t0000000000000000\nSeccomp:\t2\n" + held, "")):
         fake = tmp_path / "bwrap"
         fake.write_text(f"#!/bin/sh\nprintf '{status}'\n")
         fake.chmod(0o755)
