@@ -114,7 +114,7 @@ class Chat:
         try:
             response = await self._conn.prompt(session_id=self._session_id, prompt=[text_block(text)])
         except RequestError as refused:  # a bad request: the chat goes on
-            view.line(view.paint(f"the agent refused: {describe_request_error(refused)}", RED))
+            view.line(view.paint(f"the server refused: {describe_request_error(refused)}", RED))
         else:
             stop = response.stop_reason
             command = text.startswith("/")

@@ -1,6 +1,9 @@
 """`acp-hermes demo`: offline it leaves nothing behind (the user's HERMES_HOME untouched); with a
 model it stores a titled session that loads; an endpoint it cannot use is named in one line with
-status 1; Ctrl-C is a quiet exit with status 130 on a fresh line, the session of a real run kept."""
+status 1; with `--once` or piped input, Ctrl-C is a quiet exit with status 130 on a fresh line, the
+session of a real run kept. After the first prompt it is a chat: piped lines one at a time until their
+end; on a terminal, numbered questions, /steer and queued prompts while a turn runs, Ctrl-C cancelling
+the turn, Ctrl-C twice at the prompt quitting with 130 and Ctrl-D with 0."""
 
 from __future__ import annotations
 
