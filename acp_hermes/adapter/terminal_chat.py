@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from acp_hermes.adapter.terminal_client import BOLD, DIM, RED, DemoClient, TerminalView, connected
+from acp_hermes.adapter.terminal_client import BOLD, DIM, DemoClient, TerminalView, connected
 
 if TYPE_CHECKING:
     from acp.client.connection import ClientSideConnection
@@ -106,16 +106,12 @@ class Chat:
             await self._send(group, text, first)
 
     async def _send(self, group: TaskGroup, text: str, first: bool) -> None:
-        from acp import RequestError, text_block
-
-        from acp_hermes.adapter.errors import describe_request_error
+        """One prompt, to its answer; the prompt shown again once nothing runs."""
+        from acp import text_block
 
         view = self._view
         try:
             response = await self._conn.prompt(session_id=self._session_id, prompt=[text_block(text)])
-        except RequestError as refused:  # a bad request: the chat goes on
-            view.line(view.paint(f"the server refused: {describe_request_error(refused)}", RED))
-        else:
             stop = response.stop_reason
             command = text.startswith("/")
             if not command or stop != "end_turn":  # a command's reply needs no end line
