@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from acp_hermes.adapter.terminal_client import BOLD, DIM, DemoClient, TerminalView, connected
+from acp_hermes.adapter.errors import describe_request_error
+from acp_hermes.adapter.terminal_client import BOLD, DIM, RED, DemoClient, TerminalView, connected
 
 if TYPE_CHECKING:
     from acp.client.connection import ClientSideConnection
@@ -107,11 +108,15 @@ class Chat:
 
     async def _send(self, group: TaskGroup, text: str, first: bool) -> None:
         """One prompt, to its answer; the prompt shown again once nothing runs."""
-        from acp import text_block
+        from acp import RequestError, text_block
 
         view = self._view
         try:
-            response = await self._conn.prompt(session_id=self._session_id, prompt=[text_block(text)])
+            try:
+                response = await self._conn.prompt(session_id=self._session_id, prompt=[text_block(text)])
+            except RequestError as exc:  # refused (a mode this machine does not offer, …): say why, chat on
+                view.line(view.paint(f"refused: {describe_request_error(exc)}", RED))
+                return
             stop = response.stop_reason
             command = text.startswith("/")
             if not command or stop != "end_turn":  # a command's reply needs no end line
