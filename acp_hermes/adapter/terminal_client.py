@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -275,7 +275,9 @@ async def connected(client: DemoClient, cwd: Path, env: dict[str, str], log_leve
             await conn.close()
             with contextlib.suppress(OSError, RuntimeError):
                 server.stdin.close()
-            for stop in (lambda: None, server.terminate, server.kill):
+            # Wait for it to leave on its own, then ask it to, then make it.
+            stops: tuple[Callable[[], None], ...] = (lambda: None, server.terminate, server.kill)
+            for stop in stops:
                 with contextlib.suppress(ProcessLookupError):
                     stop()
                 with anyio.move_on_after(SHUTDOWN_SECONDS):
