@@ -89,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
+        if _only_broken_pipes(exc):  # the reader left while the demo's tasks were writing
+            return _reader_gone()
         line = failure_line(exc)
         if line is None:
             raise
@@ -97,6 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("acp_hermes").debug("%s", line, exc_info=True)  # the details, for --log-level DEBUG
         print(line, file=sys.stderr)
         return 1
+
+
+def _only_broken_pipes(error: BaseException) -> bool:
+    """Whether ``error`` is a group of tasks' errors (anyio's, the demo's) that are all a closed stdout."""
+    inner = getattr(error, "exceptions", None)  # an exception group, built in or backported
+    if not isinstance(inner, tuple) or not inner:
+        return isinstance(error, BrokenPipeError)
+    return all(_only_broken_pipes(each) for each in inner)
 
 
 def failure_line(error: BaseException) -> str | None:
