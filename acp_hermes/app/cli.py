@@ -219,15 +219,16 @@ def serve(log_level: str | None) -> int:
 
     import asyncio
 
-    from acp_hermes.adapter.server import HermesAgent, serve_stdio
+    from acp_hermes.adapter.reception import serve_stdio
 
-    gc.freeze()  # later collections need not walk all that again
-    gc.enable()
-    agent = HermesAgent(paths, settings, error, db_opening)
+    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+        gc.freeze()  # later collections need not walk all that again
+        gc.enable()
+
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        asyncio.run(serve_stdio(agent, protocol_fd, STDIO_LIMIT))
+        asyncio.run(serve_stdio(paths, settings, error, db_opening, protocol_fd, STDIO_LIMIT, loaded))
     except KeyboardInterrupt:
         return 130
     log.info("stdin closed; exiting")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.permissions.modes import Mode
+
+if TYPE_CHECKING:
+    from acp_hermes.core.runtime import Runtime
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
@@ -29,6 +32,13 @@ class SessionChoices:
         if self.budget:
             config["budget"] = dict(self.budget)
         return config
+
+
+def new_session_choices(runtime: Runtime) -> SessionChoices:
+    """What a new session starts with: known before it is built and stored, and before the ACP SDK
+    is loaded (``SessionManager.new_choices``, and the adapter's reception answering ``session/new``)."""
+    settings = runtime.settings
+    return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
 
 
 def stored_budget(config: dict[str, Any]) -> dict[str, float | None]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.choices import SessionChoices, stored_budget
+from acp_hermes.core.choices import SessionChoices, new_session_choices, stored_budget
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
@@ -155,20 +155,26 @@ class SessionManager:
 
     def new_choices(self) -> SessionChoices:
         """What a new session starts with: known before it is built and stored."""
-        settings = self.runtime.settings
-        return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
+        return new_session_choices(self.runtime)
 
     def create_soon(self, cwd: Path, extra: tuple[Path, ...] = (), *,
-                    mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple) -> NewSession:
+                    mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple,
+                    announced: NewSession | None = None) -> NewSession:
         """``create`` in the background: the id and choices now (what ``session/new`` answers with),
         the session once built; ``get`` waits for it, and raises ``SessionCreationFailed`` if it
         could not be made. ``mcp_servers`` is called as the session is built (converting the
-        editor's list imports code the answer need not wait for)."""
+        editor's list imports code the answer need not wait for). ``announced``: the id and choices
+        the client was given already (by the adapter's reception, before the handlers existed)."""
         self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails the caller itself
-        new = NewSession(str(uuid.uuid4()), self.new_choices())
+        new = announced or NewSession(str(uuid.uuid4()), self.new_choices())
         self._opening[new.id] = _Opening()
         self._spawn(self._create_in_background(new, cwd, extra, mcp_servers))
         return new
+
+    def could_not_create(self, session_id: str, why: str) -> None:
+        """A session the client was told of (``announced``) that could not even be begun: requests on
+        it raise ``SessionCreationFailed`` saying why."""
+        self._failed[session_id] = why
 
     async def _create_in_background(self, new: NewSession, cwd: Path, extra: tuple[Path, ...],
                                     mcp_servers: Callable[[], Sequence[McpServerSpec]]) -> None:
