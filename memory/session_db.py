@@ -294,6 +294,26 @@ class SearchHit:
     session_started_at: float
 
 
+@value
+class NewMessage:
+    """A message to store as part of a larger write (``continue_segment``): ``append_message``'s fields."""
+
+    role: str
+    content: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    payload: Any = None
+    display: Any = None
+
+
+@value
+class SegmentNews:
+    """What changed in a segment since a process last read it (``segment_news``)."""
+
+    ended: bool  # a compaction continued it in a new segment (in this process or another)
+    message_ids: list[int]  # its messages stored after the row the process had read
+
+
 # --- encoding helpers ---------------------------------------------------------------------------
 
 
@@ -989,6 +1009,84 @@ class SessionDB:
 
         return self._read(work)
 
+    def segment_news(self, segment_id: str, after_id: int) -> SegmentNews | None:
+        """Whether the segment has ended by compaction, and its messages stored after ``after_id``: how a
+        process holding a conversation learns that another one (an editor window of its own on the same
+        session) changed it. None when there is no such segment."""
+
+        def work(conn: sqlite3.Connection) -> SegmentNews | None:
+            row = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (segment_id,)).fetchone()
+            if row is None:
+                return None
+            ids = conn.execute("SELECT id FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+                               (segment_id, after_id)).fetchall()
+            return SegmentNews(row[0] == CONTINUATION_SOURCE, [i for (i,) in ids])
+
+        return self._read(work)
+
+    def continue_segment(
+        self,
+        segment_id: str,
+        continuation_id: str,
+        *,
+        system_prompt: str,
+        messages: Sequence[NewMessage],
+        read_up_to: int,
+        own: Iterable[int],
+    ) -> list[MessageRecord] | None:
+        """Continue a compacted conversation in a new segment: ``messages`` (the compaction's card and
+        the history it keeps), then what other processes stored in the old segment since the
+        compacting one read it (the messages after ``read_up_to`` not among its ``own``), carried into
+        the model's history; then the old segment ends. One transaction, so no message lands between
+        the copy and the end (later ones go to the continuation: ``append_message``). Returns the
+        continuation's messages; None, changing nothing, when another process compacted the segment
+        first (its continuation holds everything).
+        """
+        now = time.time()
+
+        def work(conn: sqlite3.Connection) -> list[MessageRecord] | None:
+            segment = _require_session(conn, segment_id)
+            if segment.end_reason is not None:
+                return None
+            _insert_session(
+                conn,
+                session_id=continuation_id,
+                source=CONTINUATION_SOURCE,
+                model=segment.model,
+                mode=segment.mode,
+                cwd=segment.cwd,
+                title=None,
+                parent_session_id=segment_id,
+                now=now,
+                additional_directories=segment.additional_directories,
+                model_config=segment.model_config,
+                system_prompt=system_prompt,
+            )
+            for message in messages:
+                _insert_message(conn, continuation_id, 0, now, (
+                    message.role, message.content, message.tool_call_id, None, message.tool_name, now, None,
+                    None, None, _dump_json(message.payload), _dump_json(message.display)))
+            copied = [name for name in _MESSAGE_COLUMNS if name not in ("id", "session_id", "content", "display")]
+            conn.execute(  # carried: in the model's history; shown by the replay of the old segment already
+                f"INSERT INTO messages (session_id, content, display, {', '.join(copied)}) "
+                f"SELECT ?, '', json_set(coalesce(display, '{{}}'), '$.carried', json('true')), {', '.join(copied)} "
+                "FROM messages WHERE session_id = ? AND id > ? AND active = 1 AND payload IS NOT NULL "
+                "AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id",
+                (continuation_id, segment_id, read_up_to, _id_list(own)),
+            )
+            conn.execute(
+                "UPDATE sessions SET (message_count, tool_call_count) = "
+                "(SELECT count(*), coalesce(sum(json_array_length(tool_calls)), 0) "
+                " FROM messages WHERE session_id = ?) WHERE id = ?",
+                (continuation_id, continuation_id),
+            )
+            conn.execute("UPDATE sessions SET end_reason = ?, ended_at = ? WHERE id = ?",
+                         (CONTINUATION_SOURCE, now, segment_id))
+            rows = conn.execute(f"{_MESSAGE_SELECT} WHERE m.session_id = ? ORDER BY m.id", (continuation_id,))
+            return [_message_from_row(row) for row in rows.fetchall()]
+
+        return self._write(work)
+
     def conversation(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session and of its continuations (``segments``), in order."""
         return [row for segment in self.segments(session_id) for row in self.messages(segment.id)]
@@ -1070,12 +1168,15 @@ class SessionDB:
 
         ``tool_calls`` is a list of ``{"id", "name", "arguments"}``; ``payload`` is the exact
         content blocks to resend to the model and ``display`` what the editor was shown.
+
+        A segment a compaction has ended (``segments``) takes no more messages: they go to the
+        continuation, where the conversation's history is now. So a process that still holds the old
+        segment (another editor window on the same session, mid-turn) loses nothing it stores.
         """
         if role not in ROLES:
             raise ValueError(f"unknown message role {role!r}; expected one of {sorted(ROLES)}")
         when = time.time() if timestamp is None else timestamp
         row = (
-            session_id,
             role,
             content,
             tool_call_id,
@@ -1090,20 +1191,7 @@ class SessionDB:
         )
 
         def work(conn: sqlite3.Connection) -> int:
-            bumped = conn.execute(
-                "UPDATE sessions SET message_count = message_count + 1, "
-                "tool_call_count = tool_call_count + ?, updated_at = max(updated_at, ?) WHERE id = ?",
-                (len(tool_calls or ()), when, session_id),
-            )
-            if bumped.rowcount == 0:
-                raise SessionNotFound(session_id)
-            inserted = conn.execute(
-                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, "
-                "timestamp, token_count, finish_reason, reasoning, payload, display) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-            return int(inserted.lastrowid or 0)
+            return _insert_message(conn, _segment_in_use(conn, session_id), len(tool_calls or ()), when, row)
 
         return self._write(work)
 
@@ -1321,6 +1409,44 @@ _SUBAGENT_TREE = f"""
         WHERE s.source IN ('{SUBAGENT_SOURCE}', '{CONTINUATION_SOURCE}')
     )
 """
+
+
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, "
+    "finish_reason, reasoning, payload, display) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _insert_message(conn: sqlite3.Connection, session_id: str, tool_calls: int, when: float,
+                    row: tuple[Any, ...]) -> int:
+    """Store one message (``row``: the columns of ``_INSERT_MESSAGE`` after ``session_id``, encoded) and
+    count it on its session; its id."""
+    bumped = conn.execute(
+        "UPDATE sessions SET message_count = message_count + 1, "
+        "tool_call_count = tool_call_count + ?, updated_at = max(updated_at, ?) WHERE id = ?",
+        (tool_calls, when, session_id),
+    )
+    if bumped.rowcount == 0:
+        raise SessionNotFound(session_id)
+    return int(conn.execute(_INSERT_MESSAGE, (session_id, *row)).lastrowid or 0)
+
+
+def _segment_in_use(conn: sqlite3.Connection, session_id: str) -> str:
+    """The segment that takes a conversation's new messages: ``session_id``, or, when a compaction
+    ended it, the newest segment that continues it."""
+    segment = session_id
+    while True:
+        row = conn.execute("SELECT end_reason FROM sessions WHERE id = ?", (segment,)).fetchone()
+        if row is None or row[0] != CONTINUATION_SOURCE:
+            return segment
+        following = conn.execute(
+            f"SELECT id FROM sessions WHERE parent_session_id = ? AND source = '{CONTINUATION_SOURCE}' "
+            "ORDER BY started_at DESC, id LIMIT 1",
+            (segment,),
+        ).fetchone()
+        if following is None:
+            return segment
+        segment = following[0]
 
 
 def _fetch_session(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from acp_hermes_memory.fs import delete_exactly, exclusive_lock, lock_path_for, write_text_exactly
 from acp_hermes_memory.scan import Finding, scan
+from acp_hermes_memory.text import counted
 from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
@@ -741,7 +742,7 @@ class SkillStore:
     def prepare_delete(self, name: str) -> SkillChange:
         info, old = self._local_skill(name)
         others = len(self._support_files(info))
-        extra = f" and its {others} supporting file(s)" if others else ""
+        extra = f" and its {counted(others, 'supporting file')}" if others else ""
         return SkillChange(
             "delete", info.name, info.path, (FileEdit(info.skill_file, old, None),), f"Deleted {name}{extra}."
         )

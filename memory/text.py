@@ -21,3 +21,8 @@ def markdown_line(text: str, limit: int) -> str:
 
     visible = "".join(char for char in text if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf"))
     return re.sub(_MARKDOWN, r"\\\1", one_line(visible, limit))
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``count`` with its noun written out ("1 file", "2 files", "3 entries" with ``plural``)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"

@@ -79,7 +79,10 @@ def _result(question: str, answer: Answer) -> ToolResult:
             return ToolResult("The user sent the question's form back without an answer.", ok=False)
         shown = TextDisplay(f"**{question}**\n\n{answer.text}")
         return ToolResult(f"The user answered: {answer.text}", display=(shown,))
-    return ToolResult(DECLINED if answer.outcome == "declined" else DISMISSED, ok=False)
+    declined = answer.outcome == "declined"  # the model's text says what to do next; the user reads what happened
+    outcome = "You declined to answer." if declined else "Closed without an answer."
+    shown = TextDisplay(f"**{question}**\n\n{outcome}")
+    return ToolResult(DECLINED if declined else DISMISSED, ok=False, display=(shown,))
 
 
 async def clarify(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

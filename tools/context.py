@@ -67,14 +67,6 @@ class CommandPermit:
     read_only: bool = False
 
 
-@value
-class RestoreChoice:
-    """One way of allowing a restore the user may pick (``/rollback``: with the conversation or without …)."""
-
-    choice_id: str
-    label: str
-
-
 class Gate(Protocol):
     """Decides, asking the user when the mode requires it, whether a mutation may run.
 
@@ -90,10 +82,9 @@ class Gate(Protocol):
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
 
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
-                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
-                                requested: bool = False) -> str:
-        """A restore decided as the edit it is; the id of the choice that holds (at least one is given).
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
+                                display: Sequence[Display], *, requested: bool = False) -> None:
+        """A restore decided as the edit it is; ``label`` names the one way to allow it (what it does).
         ``requested``: the client asked for exactly this restore, so where the mode would ask it holds."""
         ...
 
@@ -244,12 +235,11 @@ class ToolContext:
         await self._before_change()
         self._authorized_paths.update(change.path for change in changes)
 
-    async def authorize_restore(self, changes: Sequence[FileChange], choices: Sequence[RestoreChoice],
-                                display: Sequence[Display], *, requested: bool = False) -> str:
-        """Ask to put ``changes`` back (a rollback); the id of the choice that holds."""
-        chosen = await self.gate.authorize_restore(self, changes, choices, display, requested=requested)
+    async def authorize_restore(self, changes: Sequence[FileChange], label: str, display: Sequence[Display], *,
+                                requested: bool = False) -> None:
+        """Ask to put ``changes`` back (a rollback), the answer that allows it named ``label``."""
+        await self.gate.authorize_restore(self, changes, label, display, requested=requested)
         self._authorized_paths.update(change.path for change in changes)
-        return chosen
 
     async def authorize_command(self, command: str, cwd: Path, *, outside_sandbox: bool = False) -> None:
         """Ask for ``command``; ``outside_sandbox`` asks to run it without the OS sandbox."""

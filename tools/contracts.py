@@ -116,7 +116,15 @@ class FileChange:
 
 
 class PermissionDenied(Exception):
-    """The call may not run; the message is what the model is told."""
+    """The call may not run; the message is what the model is told, ``shown`` what the user reads.
+
+    The two differ where the model's text carries instructions for it ("do not retry it"): the user
+    is told what happened in their own terms. Without ``shown`` both read the message.
+    """
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = message if shown is None else shown
 
 
 class EditorRefused(Exception):

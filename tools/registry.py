@@ -303,8 +303,8 @@ async def _run_handler(tool: Tool, call: ToolCall, ctx: ToolContext) -> ToolResu
     assert call.arguments is not None
     try:
         return await tool.handler(call.arguments, ctx)
-    except PermissionDenied as denied:
-        return ToolResult(str(denied), ok=False)
+    except PermissionDenied as denied:  # the model reads its message; the editor shows the user's words
+        return ToolResult(str(denied), ok=False, display=(TextDisplay(denied.shown, ""),))
     except (ToolError, EditorRefused) as error:
         return ToolResult(f"Error: {error}", ok=False)
     except PathChanged as changed:  # a directory became a symlink after the path was approved

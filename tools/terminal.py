@@ -17,10 +17,8 @@ import logging
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +31,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from acp_hermes_memory.text import one_line
+from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
 from acp_hermes_tools.contracts import (
     JOB_TAIL_LINES,
@@ -343,10 +342,11 @@ class BackgroundJobs:
     _closed: bool = False
 
     def log_directory(self, session_id: str) -> Path:
-        """A private temporary directory for this session's logs, made on first use."""
+        """A private temporary directory for this session's logs, made on first use and named after this
+        process (``tools.temp_dirs``), so a later start removes it if this process is killed."""
         if self._directory is None:
             tag = re.sub(r"[^A-Za-z0-9_-]", "", session_id)[:32] or "session"
-            self._directory = Path(tempfile.mkdtemp(prefix=f"acp-hermes-{tag}-"))
+            self._directory = temp_dirs.make("jobs", tag)
         return self._directory
 
     def new_id(self) -> str:
@@ -447,7 +447,7 @@ def _finish_stopping(groups: list[int], directory: Path | None) -> None:
         if signal_group(group, signal.SIGKILL):
             log.info("background command %d ignored SIGTERM: killed", group)
     if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+        temp_dirs.release(directory)
 
 
 BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs, close=BackgroundJobs.close)

@@ -34,6 +34,7 @@ from acp_hermes_tools.contracts import (
     Display,
     EditorRefused,
     Location,
+    PermissionDenied,
     Question,
     TerminalDisplay,
 )
@@ -198,23 +199,37 @@ class PermissionRequests:
         return call
 
     async def ask(self, question: PermissionQuestion) -> str:
+        """The option the user chose; an editor that answers with an error (or with an answer too deep to
+        read) fails the question at once, ``PermissionDenied`` with its reason: the call does not run."""
         params = {
             "sessionId": self._session_id,
             "toolCall": self.tool_call(question),
             "options": [
-                {"optionId": option.option_id, "name": option.label, "kind": option.option_kind}
+                {"optionId": option.option_id, "name": option.label, "kind": option.option_id}
                 for option in question.options
             ],
         }
         try:
             result = await self._link.request("session/request_permission", params)
-        except (RequestError, ConnectionError) as exc:
+        except ConnectionError as exc:  # the editor is gone: nobody is there to tell
             log.warning("permission request failed (%s); treating it as cancelled", exc)
             return CANCELLED
-        outcome = (result or {}).get("outcome") or {}
+        except RequestError as exc:  # an error for an answer, or one the transport could not read
+            raise _unanswered(question, editor_reason(exc)) from None
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        outcome = outcome if isinstance(outcome, dict) else {}
         if outcome.get("outcome") == "selected":
-            return str(outcome.get("optionId", ""))
-        return CANCELLED
+            return str(outcome.get("optionId", ""))  # an option that was not offered counts as a rejection
+        if outcome.get("outcome") == "cancelled":
+            return CANCELLED
+        raise _unanswered(question, "its answer has no outcome of a known kind")
+
+
+def _unanswered(question: PermissionQuestion, reason: str) -> PermissionDenied:
+    """The question failed in the editor: the call does not run, and the user and the model are told why."""
+    log.warning("permission request for call %s failed: %s", question.call_id, reason)
+    return PermissionDenied(f"No answer to the permission question could be read from the editor ({reason}); "
+                            "the action did not run.")
 
 
 @value

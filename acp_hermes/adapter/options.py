@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
-from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
+from acp_hermes.permissions.modes import Mode
 
 if TYPE_CHECKING:  # the slash-command code is not needed to answer session/new
     from acp_hermes.core.commands import MenuEntry
@@ -37,7 +37,7 @@ def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str
             "currentValue": choices.mode.value,
             "options": [
                 {"value": mode.value, "name": name, "description": description}
-                for mode, (name, description) in MODE_DESCRIPTIONS.items()
+                for mode, (name, description) in _modes(choices)
             ],
         },
         {
@@ -63,12 +63,17 @@ def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str
     ]
 
 
+def _modes(choices: SessionChoices) -> list[tuple[Mode, tuple[str, str]]]:
+    """The modes the session offers (no ``bypass`` where no sandbox runs, unless the user's config allows it)."""
+    return [(mode, choices.describe(mode)) for mode in choices.modes]
+
+
 def session_modes(choices: SessionChoices) -> dict[str, Any]:
     return {
         "currentModeId": choices.mode.value,
         "availableModes": [
             {"id": mode.value, "name": name, "description": description}
-            for mode, (name, description) in MODE_DESCRIPTIONS.items()
+            for mode, (name, description) in _modes(choices)
         ],
     }
 

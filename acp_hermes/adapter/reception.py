@@ -29,7 +29,6 @@ from typing import Any
 
 from acp_hermes.adapter.handshake import Answered, initialize_result, new_session_result, workspace
 from acp_hermes.adapter.wire import StdioTransport, open_streams
-from acp_hermes.config import Paths, Settings
 from acp_hermes.core.choices import new_session_choices
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.runtime import Runtime
@@ -164,10 +163,12 @@ class Reception:
         settings = self._runtime.settings
         if self._config_error is not None or not settings.has_api_key:
             return None
-        opening = self._runtime.db_opening
+        opening, probing = self._runtime.db_opening, self._runtime.sandbox_probe
         if opening is None:
             return None
-        await asyncio.wait({asyncio.wrap_future(opening)})
+        # Begun on threads at start-up: state.db must open (else the handler gives the error), and
+        # whether bypass is offered depends on the sandbox. Waited for without blocking the loop.
+        await asyncio.wait({asyncio.wrap_future(started) for started in (opening, probing) if started is not None})
         if opening.exception() is not None:
             return None
         session_id, choices = str(uuid.uuid4()), new_session_choices(self._runtime)
@@ -202,12 +203,10 @@ class _Loader:
             self.done.set_exception(exc)
 
 
-async def serve_stdio(paths: Paths, settings: Settings | None, config_error: str | None,
-                      db_opening: Future[Any] | None, protocol_fd: int, limit: int,
+async def serve_stdio(runtime: Runtime, config_error: str | None, protocol_fd: int, limit: int,
                       loaded: Callable[[], None] = lambda: None) -> None:
     """Serve ACP on stdin and ``protocol_fd`` until stdin closes. ``loaded`` runs on the loading
     thread once the SDK and the handlers are imported."""
-    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening)
     loader = _Loader(loaded)
     reader, writer = await open_streams(protocol_fd, limit)
     transport = StdioTransport(reader, writer)

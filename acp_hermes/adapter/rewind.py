@@ -4,6 +4,10 @@ Shaped after what claude-agent-acp and codex-acp propose (``_session/rewind`` wi
 {messageId, messageFingerprint, messageOccurrence}`` answered ``{rewound, reason?}``; a ``mode`` of
 ``files``, ``conversation`` or ``both`` and a ``dryRun``), advertised in ``initialize``'s ``_meta``
 as ``sessionRewind``. Documented in ``docs/checkpoints.md``.
+
+Both requests' params are checked whole (``adapter.rewind_params``) before anything happens: a
+``dryRun`` of ``"yes"`` is refused (-32602), never read as "not a dry run", and a refused rewind
+cancels no turn and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from acp_hermes.core.errors import InvalidInput
 
 if TYPE_CHECKING:  # the rewind's code loads when a client first calls it, not on the way to initialize
-    from acp_hermes.core.rewind import RewindMode, RewindPoint
+    from acp_hermes.core.rewind import RewindPoint
     from acp_hermes.core.rollback import RollbackResult
     from acp_hermes.core.session import Session
 
@@ -21,7 +25,6 @@ POINTS_METHOD = "session/rewind_points"  # as the router hands it over: without 
 REWIND_METHOD = "session/rewind"
 CAPABILITY = {"sessionRewind": {"methods": ["_session/rewind", "_session/rewind_points"],
                                 "modes": ["files", "conversation", "both"], "dryRun": True}}
-_MODES: tuple[RewindMode, ...] = ("files", "conversation", "both")
 
 
 def session_id_of(params: dict[str, Any]) -> str:
@@ -31,33 +34,28 @@ def session_id_of(params: dict[str, Any]) -> str:
     return session_id
 
 
-async def points(session: Session) -> dict[str, Any]:
+async def points(session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    from acp_hermes.adapter.rewind_params import PointsParams, checked
     from acp_hermes.core.rewind import rewind_points
 
+    checked(PointsParams, params)
     return {"points": [_point(point) for point in await rewind_points(session)]}
 
 
 async def rewind_to(session: Session, params: dict[str, Any]) -> dict[str, Any]:
+    from acp_hermes.adapter.rewind_params import RewindParams, checked
     from acp_hermes.core.rewind import rewind
 
-    target = params.get("beforeMessage")
-    if not isinstance(target, dict) or not isinstance(target.get("messageId"), str):
-        raise InvalidInput("beforeMessage.messageId must be a string (a messageId from _session/rewind_points)")
-    mode = params.get("mode", "conversation")
-    if mode not in _MODES:
-        raise InvalidInput(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
-    occurrence = target.get("messageOccurrence", 1)
-    if not isinstance(occurrence, int) or occurrence < 1:
-        raise InvalidInput("beforeMessage.messageOccurrence must be a positive integer")
-    fingerprint = target.get("messageFingerprint")
+    request = checked(RewindParams, params)  # all of it, before a turn is cancelled or anything read
+    target = request.before_message
     if session.busy:
-        if not params.get("interruptIfRunning"):
+        if not request.interrupt_if_running:
             return {"rewound": False, "reason": "busy", "sessionId": session.id}
         session.cancel()
     async with session.exclusive():
-        outcome = await rewind(session, target["messageId"], fingerprint_text=fingerprint if isinstance(
-            fingerprint, str) else None, occurrence=occurrence, mode=mode, dry_run=params.get("dryRun") is True,
-            include_edited=params.get("includeEdited") is True)
+        outcome = await rewind(session, target.message_id, fingerprint_text=target.fingerprint,
+                               occurrence=target.occurrence or 1, mode=request.mode or "conversation",
+                               dry_run=bool(request.dry_run), include_edited=bool(request.include_edited))
     result: dict[str, Any] = {"rewound": outcome.rewound, "sessionId": session.id}
     if outcome.reason:
         result["reason"] = outcome.reason

@@ -56,8 +56,6 @@ async def steer(session: Session, params: dict[str, Any],
     """Inject the steer into the running turn, or do what the client asked for when none runs."""
     parts = prompt_parts(params)
     behavior = idle_behavior(params)  # refused before anything is taken
-    if session.subagent is not None:
-        raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; steer its parent")
     message_id = params.get("messageId")
     if await session.steer(parts, message_id if isinstance(message_id, str) and message_id else None):
         return {"outcome": "injected"}

@@ -310,7 +310,6 @@ class StdioTransport:
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
         """The message, or None after answering (or logging) why it cannot be served."""
         if too_deep(line):
-            details = {"details": f"the message is nested deeper than {MAX_NESTING} levels"}
             if is_response(line):
                 # The client's answer to one of our requests: nothing is sent back (a response is
                 # never answered), but the request it answers must not wait for ever. It fails.
@@ -319,7 +318,9 @@ class StdioTransport:
                             request_id, MAX_NESTING)
                 if request_id is None:
                     return None
-                return _error(INVALID_REQUEST, "Invalid Request", details, request_id)
+                unread = {"details": f"the answer was nested deeper than {MAX_NESTING} levels and could not be read"}
+                return _error(INVALID_REQUEST, "Invalid Request", unread, request_id)
+            details = {"details": f"the message is nested deeper than {MAX_NESTING} levels"}
             log.warning("JSON-RPC message nested deeper than %d levels refused", MAX_NESTING)
             await self.send(_error(INVALID_REQUEST, "Invalid Request", details, top_level_id(line)))
             return None

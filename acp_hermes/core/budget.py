@@ -12,6 +12,7 @@ tokens are counted for every model, and ``session_tokens`` bounds them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -50,6 +51,15 @@ def money(amount: float) -> str:
 
 def _amount(name: LimitName, value: float) -> str:
     return f"{int(value):,} tokens" if name == "session_tokens" else money(value)
+
+
+def share(used: float, limit: float) -> str:
+    """How much of a limit not yet reached is spent, as a person reads it: whole percents rounded down
+    (99.6 % is not all of it), "under 1%" for a little (not "0%" once something is spent)."""
+    if used <= 0:
+        return "0%"
+    part = used / limit
+    return "under 1%" if part < 0.01 else f"{math.floor(part * 100 + 1e-9)}%"  # 0.57 is 57 %, not 56.99…
 
 
 # How each limit is named, raised, and configured, for the messages.
@@ -101,8 +111,8 @@ class Budget:
             limit, used = self.limit(name), self._used(name)
             if limit is not None and WARN_SHARE * limit <= used < limit and (name, limit) not in self._warned:
                 self._warned.add((name, limit))
-                self._notify(f"⚠️ {_WHAT[name].capitalize()} is {used / limit:.0%} spent ({_amount(name, used)} of "
-                             f"{_amount(name, limit)}). Raise it with {_RAISE[name]}.")
+                self._notify(f"⚠️ {_WHAT[name].capitalize()} is {share(used, limit)} spent ({_amount(name, used)} "
+                             f"of {_amount(name, limit)}). Raise it with {_RAISE[name]}.")
 
     def _used(self, name: LimitName) -> float:
         if name == "session_tokens":
@@ -125,27 +135,63 @@ class Budget:
                 return self._stop_message(name, limit)
         return None
 
-    def _stop_message(self, name: LimitName, limit: float) -> str:
+    def passed(self) -> str | None:
+        """A limit the turn's requests reached though nothing stopped (its last request went past it and
+        the turn ended by itself): the ⛔ message, said at the turn's end, or None."""
+        for name in LIMIT_NAMES:
+            limit = self.limit(name)
+            if limit is not None and self._used(name) >= limit:
+                return self._stop_message(name, limit, stopped=False)
+        return None
+
+    def _stop_message(self, name: LimitName, limit: float, *, stopped: bool = True) -> str:
         used = self._used(name)
         where = "this turn" if name == "turn_usd" else "this session"
+        how = ("so the agent stopped before its next model request" if stopped else
+               "the turn's last model request went past it")
         then = " Send another prompt to go on, or raise it" if name == "turn_usd" else " Raise it"
         return (f"⛔ Budget reached: {where} has spent {_amount(name, used)} of {_WHAT[name]} "
-                f"({_amount(name, limit)}), so the agent stopped before its next model request.{then} with "
-                f"{_RAISE[name]}, or set `budget.{name}` in config.yaml (read when the agent starts).")
+                f"({_amount(name, limit)}), {how}.{then} with {_RAISE[name]}, or set `budget.{name}` in "
+                "config.yaml (read when the agent starts).")
 
-    def describe(self, priced: bool) -> list[str]:
-        """What ``/budget`` and ``/usage`` show: spend against each limit."""
-        spent = self._spent
-        lines = [f"Spent: {money(spent.usd)} this session ({spent.tokens:,} tokens), {money(self.turn_spent.usd)} "
-                 "in the current or last turn; subagents included." if priced else
+    def already_spent(self, name: LimitName, *, running: bool) -> str | None:
+        """A warning for a limit just set that is already spent (``/budget``): what it stops now. A turn's
+        limit set between turns holds from the next turn, which starts afresh: nothing to warn of."""
+        limit = self.limit(name)
+        if limit is None or self._used(name) < limit or (name == "turn_usd" and not running):
+            return None
+        used, wanted = _amount(name, self._used(name)), _amount(name, limit)
+        if name == "turn_usd":
+            return (f"⚠️ The running turn has already spent {used}, more than the new limit of {wanted}: it stops "
+                    "before its next model request.")
+        refused = "new prompts are refused until it is raised"
+        stops = f"the running turn stops before its next model request and {refused}" if running else refused
+        return f"⚠️ This session has already spent {used}, more than the new limit of {wanted}: {stops}."
+
+    def describe(self, priced: bool, *, running: bool) -> list[str]:
+        """What ``/budget`` and ``/usage`` show: spend against each limit (a turn's: the running turn's,
+        or between turns what the last one spent, as the next starts afresh)."""
+        spent, turn = self._spent, self.turn_spent
+        lines = [f"Spent: {money(spent.usd)} this session ({spent.tokens:,} tokens), {money(turn.usd)} "
+                 f"in the {'current' if running else 'last'} turn; subagents included." if priced else
                  f"Spent: {spent.tokens:,} tokens this session, subagents included (the model's price is unknown: "
                  "only the token limit applies)."]
         for name in LIMIT_NAMES:
-            limit = self.limit(name)
             source = " (set for this session)" if name in self._overrides else ""
-            shown = "none" if limit is None else f"{_amount(name, limit)} ({self._used(name) / limit:.0%} used)"
-            lines.append(f"- `{name}`: {shown}{source}")
+            lines.append(f"- `{name}`: {self._against(name, running)}{source}")
         return lines
+
+    def _against(self, name: LimitName, running: bool) -> str:
+        limit = self.limit(name)
+        if limit is None:
+            return "none"
+        amount = _amount(name, limit) + (" a turn" if name == "turn_usd" else "")
+        if name == "turn_usd" and not running:
+            return f"{amount} (the last turn spent {money(self.turn_spent.usd)})"
+        used = self._used(name)
+        if used >= limit:
+            return f"{amount} (reached: {_amount(name, used)} spent)"
+        return f"{amount} ({share(used, limit)} used)"
 
 
 def parse_limit(words: list[str]) -> tuple[LimitName, float | None]:

@@ -21,7 +21,6 @@ from acp_hermes.config import THOUGHT_LEVELS
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, models_offered
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
-from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
@@ -104,8 +103,11 @@ async def _mcp(session: Session, arg: str) -> CommandReply:
 async def _mode(session: Session, arg: str) -> CommandReply:
     if arg:
         return _choose(session, MODE_OPTION, arg, "mode")
-    lines = [f"Mode: `{session.choices.mode.value}`."]
-    lines += [f"- `{mode.value}` — {description}" for mode, (_, description) in MODE_DESCRIPTIONS.items()]
+    choices = session.choices
+    lines = [f"Mode: `{choices.mode.value}`."]
+    lines += [f"- `{mode.value}` — {choices.describe(mode)[1]}" for mode in choices.modes]
+    if choices.no_bypass:
+        lines.append(choices.no_bypass[:1].upper() + choices.no_bypass[1:])  # why it is not listed
     return CommandReply("\n".join(lines))
 
 
@@ -140,7 +142,7 @@ async def _budget_lines(session: Session) -> list[str]:
     if not session.busy:  # between turns the meter is the SessionDB's figure (reviews and titles included)
         await session.refresh_spend()
     priced = price_of(session.choices.model, session.settings) is not None
-    return ["**Budget**", *session.budget.describe(priced)]
+    return ["**Budget**", *session.budget.describe(priced, running=session.busy)]
 
 
 BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets this session's limit, `/budget turn "
@@ -149,18 +151,23 @@ BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets 
 
 
 async def _budget(session: Session, arg: str) -> CommandReply:
-    from acp_hermes.core.budget import parse_limit
+    from acp_hermes.core.budget import LIMIT_NAMES, LimitName, parse_limit
 
     words = arg.split()
+    changed: tuple[LimitName, ...] = ()
     if words == ["reset"]:
         session.set_budget("", None, reset=True)
+        changed = LIMIT_NAMES
     elif words:
         try:
             name, limit = parse_limit(words)
         except ValueError as problem:
             return CommandReply(f"Not understood: {problem}. {BUDGET_USAGE}")
         session.set_budget(name, limit)
-    return CommandReply("\n".join(await _budget_lines(session)) + f"\n\n{BUDGET_USAGE}")
+        changed = (name,)
+    lines = await _budget_lines(session)  # the meter brought up to date first: a warning reads the same figures
+    warnings = [warning for name in changed if (warning := session.budget.already_spent(name, running=session.busy))]
+    return CommandReply("\n\n".join(["\n".join(lines), *warnings, BUDGET_USAGE]))
 
 
 async def _steer(session: Session, arg: str) -> CommandReply:
@@ -342,8 +349,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("init", "Draft an AGENTS.md for this project (the write asks like any edit).",
                      "optional: what to stress", _init),
         SlashCommand("rollback", "List checkpoints, or restore the files the agent changed since one (and the "
-                     "conversation, if you choose).", "optional: checkpoint number [path] [--conversation]",
-                     _rollback),
+                     "conversation, if you choose).",
+                     "optional: checkpoint number [path] [--conversation] [--include-edited]", _rollback),
     )
 }
 

@@ -10,6 +10,12 @@ editor's session id does not change: the session writes to the new segment from 
 ``session/load`` replays every segment. The system prompt is rebuilt here, the one point where
 the cache prefix may change.
 
+Another process may hold the same session (an editor window of its own). The new segment is stored
+and the old one ended in one transaction, which carries in what that process stored in the old
+segment while this one summarised; what it stores later goes to the new segment
+(``SessionDB.append_message``). When it compacted first, this one goes on from its continuation
+instead of making a second. Either way the model's history loses no message.
+
 The summary is scanned like other external text (``context`` scope): a model wrote it from tool
 output. When it trips the scanner, when the turns it replaces held a tool result the registry
 flagged, or when the summary it updates was flagged, it carries a warning into the new history
@@ -20,7 +26,6 @@ result into trusted text.
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,17 +36,17 @@ import anyio
 from acp_hermes.core import compression
 from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
-from acp_hermes.core.transcript import ToolOutcome, Transcript
+from acp_hermes.core.transcript import ToolOutcome, Transcript, history_from_rows, newest_row, stored_conversation
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
 from acp_hermes_memory.scan import scan
-from acp_hermes_memory.session_db import CONTINUATION_SOURCE
+from acp_hermes_memory.session_db import NewMessage, SessionNotFound
 from acp_hermes_tools.contracts import TextDisplay
 from acp_hermes_tools.registry import ToolCall, ToolRegistry
 
 if TYPE_CHECKING:
     from acp_hermes.core.runtime import SessionAuxiliary
     from acp_hermes.model.types import Provider
-    from acp_hermes_memory.session_db import SessionDB
+    from acp_hermes_memory.session_db import MessageRecord, SessionDB
     from acp_hermes_tools.context import ToolContext, ToolScope
     from acp_hermes_tools.contracts import ToolEventSink
 
@@ -125,14 +130,37 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     raw_output: dict[str, Any] = {"before_tokens": before, "after_tokens": after, "summary": summary}
     if warning:
         raw_output["warning"] = warning
-    segment = await anyio.to_thread.run_sync(
-        _store_segment, target, history, system_prompt, card, shown[0].text, raw_output
-    )
-    target.transcript = Transcript(segment, target.db, history)
+    read = (target.transcript.synced_to, frozenset(target.transcript.own_rows))  # here: appends change them
+    stored = await anyio.to_thread.run_sync(_store_segment, target, read, history, system_prompt, card,
+                                            shown[0].text, raw_output)
+    if stored is None:
+        return await _adopt(target, card, before)
+    segment, rows = stored
+    # What another process stored meanwhile was carried in after the kept history: the rows say it all.
+    target.transcript = Transcript(segment, target.db, history_from_rows(rows), synced_to=newest_row(rows))
     target.system_prompt = system_prompt
+    after = compression.estimate_tokens(target.transcript.messages) + len(system_prompt) // compression.CHARS_PER_TOKEN
     await target.sink.emit(ToolCallFinished(card, "completed", shown, raw_output=raw_output))
     log.info("session %s compacted: ~%d → ~%d tokens (segment %s)", target.root_id, before, after, segment)
     return Compaction(True, before, after, f"Compacted the conversation: about {before:,} → {after:,} tokens.")
+
+
+ADOPTED = "Another window compacted this conversation at the same time; going on from its summary."
+
+
+async def _adopt(target: CompactionTarget, card: str, before: int) -> Compaction:
+    """Another process (an editor window of its own on this session) compacted the conversation first:
+    go on from its continuation, which holds everything either stored, instead of a second one."""
+    stored = await anyio.to_thread.run_sync(stored_conversation, target.db, target.root_id)
+    if stored is None:
+        raise SessionNotFound(target.root_id)
+    target.transcript, target.system_prompt = stored.transcript, stored.system_prompt
+    after = (compression.estimate_tokens(stored.transcript.messages)
+             + len(stored.system_prompt) // compression.CHARS_PER_TOKEN)
+    await target.sink.emit(ToolCallFinished(card, "completed", (TextDisplay(ADOPTED),)))
+    log.info("session %s: compacted by another process first; going on from segment %s", target.root_id,
+             stored.transcript.session_id)
+    return Compaction(True, before, after, ADOPTED)
 
 
 async def _warning(summary: str, middle: Sequence[dict[str, Any]], previous: str | None) -> str | None:
@@ -177,29 +205,23 @@ async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> No
                           make_context=target.make_context, transcript=target.transcript)
 
 
-def _store_segment(target: CompactionTarget, history: Sequence[dict[str, Any]], system_prompt: str,
-                   card: str, card_text: str, raw_output: dict[str, Any]) -> str:
-    """The continuation segment: the card (replayed) then the kept history (carried, not replayed)."""
-    db, old = target.db, target.transcript.session_id
-    record = db.get_session(old)
-    if record is None:
-        raise RuntimeError(f"segment {old} of session {target.root_id} is gone")
-    segment = str(uuid.uuid4())
-    db.create_session(
-        segment, cwd=record.cwd, model=record.model, mode=record.mode, model_config=record.model_config or {},
-        system_prompt=system_prompt, parent_session_id=old, source=CONTINUATION_SOURCE,
-        additional_directories=record.additional_directories,
-    )
+def _store_segment(target: CompactionTarget, read: tuple[int, frozenset[int]], history: Sequence[dict[str, Any]],
+                   system_prompt: str, card: str, card_text: str,
+                   raw_output: dict[str, Any]) -> tuple[str, list[MessageRecord]] | None:
+    """The continuation segment, stored with the end of the old one in one transaction: the card
+    (replayed), the kept history (carried, not replayed) and whatever another process stored in the old
+    segment since this one read it (carried too: ``read`` is the transcript's ``synced_to`` and
+    ``own_rows``). Its id and rows; None when another process compacted the old segment first."""
     shown = ToolOutcome(call_id=card, name=CARD_TOOL, title="Compacting conversation", kind="other", raw_input={},
                         text=card_text, ok=True, display=(TextDisplay(card_text),), locations=(),
                         raw_output=raw_output)
-    db.append_message(segment, "tool", card_text, tool_call_id=card, tool_name=CARD_TOOL,
-                      display=shown.display_record())
+    messages = [NewMessage("tool", card_text, tool_call_id=card, tool_name=CARD_TOOL, display=shown.display_record())]
     for message in history:
         content = message["content"]
-        db.append_message(segment, message["role"], "", payload=content if isinstance(content, list) else
-                          [{"type": "text", "text": content}], display={"carried": True})
-    db.update_session(old, end_reason=CONTINUATION_SOURCE, ended_at=time.time())  # last: the switch
-    return segment
-
-
+        messages.append(NewMessage(message["role"], "", payload=content if isinstance(content, list) else
+                                   [{"type": "text", "text": content}], display={"carried": True}))
+    segment = str(uuid.uuid4())
+    read_up_to, own = read
+    rows = target.db.continue_segment(target.transcript.session_id, segment, system_prompt=system_prompt,
+                                      messages=messages, read_up_to=read_up_to, own=own)
+    return None if rows is None else (segment, rows)

@@ -11,6 +11,19 @@ class InvalidInput(ValueError):
     """A request the core cannot serve as asked (a bad option, a relative path); the message says why."""
 
 
+def not_for_a_subagent(session_id: str, parent_id: str | None, instead: str) -> InvalidInput:
+    """The refusal of a request that would drive a subagent's session directly: a child follows its
+    parent (its mode, model, history and lifetime are its parent's business), so an editor acts on the
+    parent. ``instead`` says what to do."""
+    parent = f" ({parent_id})" if parent_id else ""
+    return InvalidInput(f"session {session_id} is a subagent working on its parent's task{parent}: {instead}")
+
+
+class ModeUnavailable(InvalidInput):
+    """A mode this session does not offer (``bypass`` where no sandbox runs): the message is the reason,
+    written to the user, who reads it where the editor shows the error."""
+
+
 # No session with this id, in memory or in the SessionDB. One class with the SessionDB's own, so a
 # session another process deleted while this one still holds it is "not found" too, wherever noticed.
 SessionNotFoundError = SessionNotFound

@@ -73,11 +73,13 @@ CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
 @dataclass(frozen=True, slots=True)
 class TurnControls:
     """What the user holds over a running turn besides cancelling it: steers for its next request,
-    a budget asked before each request (why it must not start, or None), and the meter each
-    completed call's usage is added to."""
+    a budget asked before each request (why it must not start, or None) and once more when the turn
+    ends by itself (a limit its last request went past, said though no request is stopped), and the
+    meter each completed call's usage is added to."""
 
     steering: Steering | None = None
     stop_before_request: Callable[[], str | None] | None = None
+    passed_at_end: Callable[[], str | None] | None = None
     spent: Callable[[Usage], None] | None = None
     web: WebTools | None = None  # the API's own web tools, offered with every request while the endpoint takes them
     scrub_fences: bool = False  # a memory provider's fence the model echoes is kept from the editor
@@ -185,6 +187,10 @@ class AgentLoop:
         ended = False
         try:
             turn = await self._turn(content, plain_text, prompt, settings)
+            if turn.failure is None and self._controls.passed_at_end is not None:
+                passed = self._controls.passed_at_end()
+                if passed is not None:  # one request went past a limit and the turn ended: nothing stopped, so say it
+                    await self._say_locally(passed)
             ended = True
             return turn
         finally:
@@ -247,6 +253,10 @@ class AgentLoop:
         and the user is told why, in the chat and in the stored conversation."""
         log.info("turn stopped by its budget")
         self.result.failure = message
+        await self._say_locally(message)
+
+    async def _say_locally(self, message: str) -> None:
+        """Tell the user ``message`` in the chat and the stored conversation, never the model."""
         message_id = str(uuid.uuid4())
         text = f"\n\n{message}\n"
         await self._sink.emit(AgentText(message_id, text))

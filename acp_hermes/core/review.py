@@ -29,7 +29,7 @@ from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, RestoreChoice, ToolContext
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
 from acp_hermes_tools.contracts import Display, FileChange, PermissionDenied
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ SKILL_REVIEW = (
 )
 HELD = ("Held for the user's approval: it will be shown to them with its diff at the start of their next "
         "prompt. Do not retry it.")
+HELD_SHOWN = "Held for your approval: you will see it with its diff at the start of your next prompt."
 
 
 @dataclass
@@ -186,14 +187,13 @@ class _ReviewGate:
             raise PermissionDenied("Plan mode: a background review writes nothing.")
         if mode is Mode.DEFAULT:
             self.held.append(ctx.call_id)
-            raise PermissionDenied(HELD)
+            raise PermissionDenied(HELD, HELD_SHOWN)
 
     async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         raise PermissionDenied("A background review only updates memory and skills.")
 
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
-                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
-                                requested: bool = False) -> str:
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
+                                display: Sequence[Display], *, requested: bool = False) -> None:
         raise PermissionDenied("A background review only updates memory and skills.")
 
     async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, *,

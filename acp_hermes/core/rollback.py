@@ -1,15 +1,19 @@
 """``/rollback`` and the editor's rewind: put back what the agent changed since a checkpoint.
 
 The files put back are those the agent changed since checkpoint ``n`` (its ledger, see
-``core.checkpoints``), each as it was at ``n``. A file the user changed by hand after the agent last
-wrote it is listed and left alone unless the user includes it. Before anything changes the user sees
-one tool call with a diff per file and, in ``default`` mode, is asked like for an edit — with a second
-way to allow that also rewinds the conversation to just before that checkpoint's turn. The restore
-is itself checkpointed first (a checkpoint of kind ``restore``), so a rollback can be rolled back.
+``core.checkpoints``) that differ from ``n`` now, each as it was at ``n``. A file the user changed
+by hand after the agent last wrote it is listed and left alone unless the user includes it
+(``--include-edited``). Before anything changes the user sees one tool call with a diff per file
+and, in ``default`` mode, one question asked like for an edit: restore (exactly what the command
+said) or keep things as they are. What ``--conversation`` and ``--include-edited`` would add is said
+in the question's text, never offered as a second way to allow: a client may show options only by
+their kind, and two "allow" options would look alike there. The restore is itself checkpointed
+first (a checkpoint of kind ``restore``), so a rollback can be rolled back.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from datetime import datetime
@@ -19,8 +23,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+from acp_hermes_memory.text import counted
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import RestoreChoice
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
 
 if TYPE_CHECKING:
@@ -28,9 +32,6 @@ if TYPE_CHECKING:
     from acp_hermes.core.session import Session
     from acp_hermes_tools.checkpoints import CheckpointStore, FileState
 
-RESTORE = "restore"
-RESTORE_AND_REWIND = "restore_and_rewind"
-RESTORE_ALL = "restore_all"
 SHOWN_BYTES = 256 * 1024  # a file bigger than this is named in the preview, not diffed
 SYMLINK = "120000"  # a link's target is shown as a note, not diffed
 
@@ -59,21 +60,27 @@ class RollbackResult:
 
 
 async def list_text(session: Session) -> str:
-    """``/rollback`` without an argument: the session's checkpoints."""
+    """``/rollback`` without an argument: the session's checkpoints, each with the files a rollback to
+    it would put back (those the agent changed since that are not as they were then)."""
     checkpoints = session.checkpoints
     if not checkpoints.enabled:
         return "Checkpoints are off for this session (`checkpoints.enabled` in config.yaml, or the store failed)."
     entries = await checkpoints.entries()
-    if not entries:
+    store = await checkpoints.store()
+    if not entries or store is None:
         return "No checkpoints yet: one is taken before the first change of each turn that changes files."
+    changes = {entry.number: sorted(await checkpoints.agent_changes(entry.number)) for entry in entries}
+    everything = sorted({path for paths in changes.values() for path in paths})
+    now = await anyio.to_thread.run_sync(store.states_now, everything)
     lines = ["Checkpoints (restore with `/rollback <n>`, one file with `/rollback <n> <path>`):"]
     for entry in entries:
-        changed = sorted(await checkpoints.agent_changes(entry.number))
-        what = ", ".join(f"`{path}`" for path in changed[:6]) + (f" and {len(changed) - 6} more"
-                                                               if len(changed) > 6 else "")
+        then = await anyio.to_thread.run_sync(store.states, entry.commit, changes[entry.number])
+        differ = [path for path in changes[entry.number] if then[path] != now[path]]
+        what = ", ".join(f"`{path}`" for path in differ[:6]) + (f" and {len(differ) - 6} more"
+                                                              if len(differ) > 6 else "")
         label = "before a rollback" if entry.kind == "restore" else f"“{entry.prompt}”"
         lines.append(f"{entry.number}. {_when(entry.created_at)} — {label}"
-                     + (f" · changed since: {what}" if changed else " · nothing changed since"))
+                     + (f" · changed since: {what}" if differ else " · nothing to restore"))
     return "\n".join(lines)
 
 
@@ -85,6 +92,10 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     client asked for exactly this (the rewind extension), so the mode decides without a question.
     """
     checkpoints = session.checkpoints
+    only = None if path is None else _relative(session.cwd, path)
+    if only == "":
+        return RollbackResult(False, f"`{path}` is not a file in the workspace {session.cwd}: checkpoints keep only "
+                              "the workspace's files, so nothing was restored.", refused=True)
     entry = await checkpoints.get(number)
     store = await checkpoints.store()
     if entry is None or store is None:
@@ -95,38 +106,38 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     if before is None:
         return RollbackResult(False, "Could not take a checkpoint of the workspace first, so nothing was restored.",
                               refused=True)
-    files = await _plan(session, store, entry, before, path)
+    files = await _plan(session, store, entry, before, only)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
     skipped = tuple(f.path for f in files if f not in chosen)
-    rewind_possible = entry.prompt_row is not None and await session.can_rewind_to(entry.prompt_row)
-    if dry_run or not files:
+    can_rewind = entry.prompt_row is not None and await session.can_rewind_to(entry.prompt_row)
+    rewind = conversation and can_rewind
+    if dry_run or not files or not (chosen or rewind):
         await checkpoints.abandon()
-        message = (f"Nothing to roll back: what the agent changed since checkpoint {number} is as it was then."
-                   if not files else f"Would restore {len(chosen)} file(s).")
+        if dry_run and files:
+            message = f"Would restore {counted(len(chosen), 'file')}."
+        elif files:
+            message = (f"Nothing to restore but your own edits: you changed {_names(skipped)} after the agent did "
+                       f"(`/rollback {number} --include-edited` restores {_pronoun(skipped)} too).")
+        else:
+            message = f"Nothing to restore: what the agent changed since checkpoint {number} is as it was then."
         return RollbackResult(False, message, tuple(f.path for f in chosen), skipped)
     call_id = f"rollback-{uuid.uuid4()}"
     title = f"Roll back to checkpoint {number} ({_when(entry.created_at)})"
     root = session.cwd
-    display = await anyio.to_thread.run_sync(_preview, store, root, files, chosen)
+    command = f"/rollback {number}" + (f" {path}" if path is not None else "")
+    preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
+    display = (*preview, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind,
+                                 undo=before.number))
     await session.emit(ToolCallStarted(call_id, "rollback", title, "edit", {"checkpoint": number, "path": path},
-                                       tuple(Location(str(root / f.path)) for f in files)))
+                                       tuple(Location(str(root / f.path)) for f in chosen)))
     ctx = session.tool_context(call_id, title)
-    choices = [RestoreChoice(RESTORE, f"Restore {len(chosen)} file(s)" if chosen else "Restore nothing")]
-    if rewind_possible and not conversation:
-        choices.append(RestoreChoice(RESTORE_AND_REWIND, "Restore and rewind the conversation to before that turn"))
-    edited = [f for f in files if f.edited and f not in chosen]
-    if edited:
-        choices.append(RestoreChoice(RESTORE_ALL, f"Restore, including the {len(edited)} file(s) you edited"))
     try:
-        answer = await ctx.authorize_restore(
-            [FileChange(root / f.path, None, None) for f in files], choices, display, requested=requested)
+        await ctx.authorize_restore([FileChange(root / f.path, None, None) for f in chosen],
+                                    _allow_label(len(chosen), rewind), display, requested=requested)
     except PermissionDenied as refused:
         await checkpoints.abandon()
-        await session.emit(ToolCallFinished(call_id, "failed", display))
-        return RollbackResult(False, f"Rollback not done: {refused}", refused=True)
-    if answer == RESTORE_ALL:
-        chosen, skipped = list(files), ()
-    conversation = conversation or answer == RESTORE_AND_REWIND
+        await session.emit(ToolCallFinished(call_id, "failed", (*display, TextDisplay(refused.shown))))
+        return RollbackResult(False, refused.shown, refused=True)
     from acp_hermes_tools.checkpoints import CheckpointError
 
     try:
@@ -139,20 +150,55 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
                               "`/rollback` lists the checkpoints.", refused=True)
     after = await checkpoints.end()
     rewound = None
-    if conversation and entry.prompt_row is not None and rewind_possible:
+    if rewind and entry.prompt_row is not None:
         rewound = await session.rewind_conversation(entry.prompt_row)
     failed = tuple(failure[0] for failure in report.failed)
     restored = tuple(p for p in (*report.written, *report.deleted))
-    await session.emit(ToolCallFinished(call_id, "failed" if failed and not restored else "completed", display))
+    done_nothing = failed and not restored and rewound is None
+    await session.emit(ToolCallFinished(call_id, "failed" if done_nothing else "completed", display))
     session.note_for_model(_model_note(number, restored, rewound is not None))
-    return RollbackResult(True, _summary(number, restored, skipped, failed, rewound, after), restored, skipped,
-                          failed, rewound)
+    summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
+    return RollbackResult(True, summary, restored, skipped, failed, rewound)
+
+
+def _allow_label(files: int, rewind: bool) -> str:
+    """The one way to allow: what exactly it does."""
+    if not files:
+        return "Rewind the conversation"
+    return f"Restore {counted(files, 'file')}" + (" and rewind the conversation" if rewind else "")
+
+
+def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewind: bool, can_rewind: bool,
+           undo: int) -> tuple[Display, ...]:
+    """The question's text beyond the diffs: what stays as it is and the flag that would include it,
+    what the answer includes that the agent did not write last, and how to undo the restore."""
+    lines = []
+    left = [f.path for f in files if f not in chosen]
+    if left:
+        lines.append(f"Left as {'it is' if len(left) == 1 else 'they are'} (you changed {_pronoun(left)} after "
+                     f"the agent did): {_names(tuple(left))}. `{command} --include-edited` restores {_pronoun(left)} "
+                     "too.")
+    mine = [f.path for f in chosen if f.edited]
+    if mine:
+        lines.append(f"Your own later changes to {_names(tuple(mine))} are replaced too (you asked for "
+                     f"{_pronoun(mine)}).")
+    if rewind:
+        lines.append("The conversation is rewound to just before that checkpoint's turn as well.")
+    elif can_rewind:
+        lines.append(f"The conversation stays as it is: `{command} --conversation` also rewinds it to just before "
+                     "that checkpoint's turn.")
+    lines.append(f"The files as they are now are kept as checkpoint {undo}: `/rollback {undo}` undoes this.")
+    return (TextDisplay("\n".join(lines)),)
+
+
+def _pronoun(paths: tuple[str, ...] | list[str]) -> str:
+    return "it" if len(paths) == 1 else "them"
 
 
 async def _plan(session: Session, store: CheckpointStore, entry: Checkpoint, before: Checkpoint,
                 only: str | None) -> list[FilePlan]:
     agent = await session.checkpoints.agent_changes(entry.number, now=before.commit)
-    paths = sorted(agent) if only is None else [_relative(session.cwd, only)]
+    paths = sorted(agent) if only is None else [only]
     target = await anyio.to_thread.run_sync(store.states, entry.commit, paths)
     current = await anyio.to_thread.run_sync(store.states, before.commit, paths)
     return [FilePlan(p, target[p], current[p], p in agent and current[p] != agent[p])
@@ -160,17 +206,17 @@ async def _plan(session: Session, store: CheckpointStore, entry: Checkpoint, bef
 
 
 def _relative(root: Path, raw: str) -> str:
+    """``raw`` (absolute, or relative to the workspace) as a path inside the workspace, or "" when it
+    names no file in it (``..`` and absolute paths elsewhere included), so nothing outside is planned."""
     path = Path(raw).expanduser()
-    resolved = path if path.is_absolute() else root / path
-    try:
-        return resolved.relative_to(root).as_posix()
-    except ValueError:
-        raise PermissionDenied(f"{raw} is outside the workspace {root}: checkpoints keep only the workspace") from None
+    relative = os.path.relpath(os.path.normpath(path if path.is_absolute() else root / path), root)
+    parts = Path(relative).parts
+    return "" if not parts or parts[0] in (".", "..") else Path(*parts).as_posix()
 
 
-def _preview(store: CheckpointStore, root: Path, files: list[FilePlan], chosen: list[FilePlan]) -> tuple[Display, ...]:
-    """A diff per file put back (now → then: deletions and re-creations too), then the files left alone
-    (blocking: reads the blobs, all through one git process)."""
+def _preview(store: CheckpointStore, root: Path, chosen: list[FilePlan]) -> tuple[Display, ...]:
+    """A diff per file put back (now → then: deletions and re-creations too); blocking: reads the
+    blobs, all through one git process."""
     contents = store.read_many(state.blob for plan in chosen for state in (plan.current, plan.target)
                                if state.blob is not None and state.mode != SYMLINK)
     shown: list[Display] = []
@@ -182,10 +228,6 @@ def _preview(store: CheckpointStore, root: Path, files: list[FilePlan], chosen: 
             shown.append(TextDisplay(f"Restore the file mode of `{plan.path}` ({plan.target.mode})."))
         else:  # a deletion ends empty; a re-creation starts from nothing
             shown.append(DiffDisplay(str(root / plan.path), now if plan.current.blob is not None else None, then))
-    left = [f.path for f in files if f not in chosen]
-    if left:
-        shown.append(TextDisplay("Left as they are (you changed them after the agent did): "
-                                 + ", ".join(f"`{p}`" for p in left)))
     return tuple(shown)
 
 
@@ -202,17 +244,23 @@ def _text(contents: dict[str, bytes], state: FileState) -> str | None:
         return None
 
 
-def _summary(number: int, restored: tuple[str, ...], skipped: tuple[str, ...], failed: tuple[str, ...],
-             rewound: int | None, after: Checkpoint | None) -> str:
-    lines = [f"Restored {len(restored)} file(s) to checkpoint {number}" + (f": {_names(restored)}." if restored
-                                                                           else ".")]
+def _summary(number: int, written: tuple[str, ...], deleted: tuple[str, ...], skipped: tuple[str, ...],
+             failed: tuple[str, ...], rewound: int | None, after: Checkpoint | None) -> str:
+    """The reply: what was put back, what was deleted (it did not exist then), what was left and why."""
+    lines = []
+    if written:
+        lines.append(f"Restored {counted(len(written), 'file')} to checkpoint {number}: {_names(written)}.")
+    if deleted:
+        lines.append(f"Deleted {counted(len(deleted), 'file')} that did not exist at checkpoint {number}: "
+                     f"{_names(deleted)}.")
     if skipped:
-        lines.append(f"Left {len(skipped)} file(s) you edited as they are: {_names(skipped)} "
-                     f"(`/rollback {number} <path>` restores one anyway).")
+        lines.append(f"Kept {counted(len(skipped), 'file')} you edited after the agent did: {_names(skipped)} "
+                     f"(`/rollback {number} --include-edited` restores "
+                     f"{_pronoun(skipped)} too, `/rollback {number} <path>` one of {_pronoun(skipped)}).")
     if failed:
-        lines.append(f"Could not restore: {_names(failed)} (see the log).")
+        lines.append(f"Could not restore {counted(len(failed), 'file')}: {_names(failed)} (see the log).")
     if rewound is not None:
-        lines.append(f"The conversation is rewound to before that turn ({rewound} message(s) set aside; "
+        lines.append(f"The conversation is rewound to before that turn ({counted(rewound, 'message')} set aside; "
                      "`session_search` still finds them).")
     if after is not None:
         lines.append(f"`/rollback {after.number}` undoes this rollback.")
@@ -220,6 +268,8 @@ def _summary(number: int, restored: tuple[str, ...], skipped: tuple[str, ...], f
 
 
 def _model_note(number: int, restored: tuple[str, ...], rewound: bool) -> str:
+    if not restored:
+        return f"[The user rewound the conversation to checkpoint {number}; the files were not changed.]"
     what = "the conversation and " if rewound else ""
     return (f"[The user rolled back {what}these files to checkpoint {number}; they are no longer as you left them: "
             f"{', '.join(restored[:20])}{' …' if len(restored) > 20 else ''}. Read them again before editing.]")

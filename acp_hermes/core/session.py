@@ -272,6 +272,10 @@ class Session:
             self._notify(f"⚠️ MCP server `{connection.name}` {what}: {connection.detail}. "
                          "The session goes on without its tools; `/mcp` shows every server.")
 
+    def tell(self, text: str) -> None:
+        """Tell the user ``text`` now, outside any turn (what the manager says as the session opens)."""
+        self._notify(text)
+
     def _notify(self, text: str) -> None:
         """Tell the user ``text`` now, outside any turn (a server's failure)."""
         import uuid
@@ -334,7 +338,7 @@ class Session:
     async def rewind_conversation(self, prompt_row: int) -> int:
         """Rewind the model's history to just before the prompt stored as ``prompt_row``; the later
         messages are set aside as an ended segment (found by search, not replayed). How many moved."""
-        from acp_hermes.core.transcript import history_from_rows, restored_context
+        from acp_hermes.core.transcript import history_from_rows, newest_row, restored_context
 
         segment = self.transcript.session_id
         db = self.db
@@ -348,7 +352,7 @@ class Session:
         with anyio.CancelScope(shield=True):
             moved, rows = await anyio.to_thread.run_sync(rewind)
         history = history_from_rows(rows)
-        self.transcript = Transcript(segment, db, history)
+        self.transcript = Transcript(segment, db, history, synced_to=newest_row(rows))
         self.last_context_tokens, self.measured_messages = restored_context(
             self.system_prompt, rows, len(history), carried=segment != self.id)
         log.info("session %s: conversation rewound before message %d (%d set aside)", self.id, prompt_row, moved)
@@ -376,6 +380,8 @@ class Session:
         async with self._turn_lock:
             if epoch != self._cancel_epoch or self.closed:
                 return "cancelled"
+            if self.subagent is None:  # a child lives in this process only
+                await self._catch_up()
             self.transcript.client_message_id = client_message_id
             if self.subagent is None:  # a child's turn is part of its parent's, whose budget it spends
                 self.budget.start_turn(await anyio.to_thread.run_sync(self._recorded_spend))
@@ -466,6 +472,7 @@ class Session:
             pending_notes=self._job_notices.pending_notes,
             controls=TurnControls(steering=self.steering if own_turn else None,
                                   stop_before_request=self.budget.exceeded, spent=self._spent,
+                                  passed_at_end=self.budget.passed if own_turn else None,
                                   web=self.web if own_turn else None, scrub_fences=providers is not None,
                                   tool_finished=self._tool_finished if providers is not None else None),
         )
@@ -552,7 +559,7 @@ class Session:
         import uuid
 
         from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
-        from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied
+        from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied, TextDisplay
 
         call_id = f"export-{uuid.uuid4()}"
         title = f"Export the conversation to {path.name}"
@@ -563,9 +570,9 @@ class Session:
         try:
             await ctx.authorize_edits([FileChange(path, old, text)])
             await ctx.write_text(path, text)
-        except PermissionDenied as refused:
-            await self._sink.emit(ToolCallFinished(call_id, "failed"))
-            return str(refused)
+        except PermissionDenied as refused:  # the user reads their own words, not the model's
+            await self._sink.emit(ToolCallFinished(call_id, "failed", (TextDisplay(refused.shown),)))
+            return refused.shown
         await self._sink.emit(ToolCallFinished(call_id, "completed", (DiffDisplay(str(path), old, text),)))
         return f"Exported the conversation to `{path}`."
 
@@ -610,9 +617,28 @@ class Session:
         if self._turn_lock is None:
             self._turn_lock = anyio.Lock()
         async with self._turn_lock:
+            await self._catch_up()
             compaction = await self._compact(focus, manual=True)
         await self.report_usage()
         return compaction
+
+    async def _catch_up(self) -> None:
+        """Go on from the conversation as stored when another process changed it since this one read it
+        (an editor window of its own on this session compacted it or added to it), so the model's next
+        request loses nothing either stored. One small read when nothing changed."""
+        from acp_hermes.core.transcript import stored_conversation
+
+        transcript = self.transcript
+        news = await anyio.to_thread.run_sync(self.db.segment_news, transcript.session_id, transcript.synced_to)
+        if transcript.in_step(news):
+            return
+        stored = await anyio.to_thread.run_sync(stored_conversation, self.db, self.id)
+        if stored is None:
+            return
+        self.transcript, self.system_prompt = stored.transcript, stored.system_prompt
+        self.last_context_tokens, self.measured_messages = stored.context
+        log.info("session %s: changed in another process; going on from what is stored (segment %s, %d messages)",
+                 self.id, self.transcript.session_id, len(self.transcript.messages))
 
     def _compaction_due(self, context_tokens: int) -> bool:
         from acp_hermes.core.compression import should_compress

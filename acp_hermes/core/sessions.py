@@ -28,12 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.choices import SessionChoices, new_session_choices, stored_budget
-from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
+from acp_hermes.core.choices import SessionChoices, allowed_choices, new_session_choices, stored_budget
+from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError, not_for_a_subagent
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import Transcript, announced_calls, history_from_rows, restored_context
+from acp_hermes.core.transcript import (
+    Transcript,
+    announced_calls,
+    history_from_rows,
+    newest_row,
+    restored_context,
+)
 from acp_hermes.permissions.gate import Asker
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -50,6 +56,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]  # starts a background job beside the caller
+
+# What to do instead of driving a subagent's session directly (see ``get_for_client``).
+OPEN_THE_PARENT = "it cannot be opened on its own; load its parent, or find its work with session_search"
+FORK_THE_PARENT = "it cannot be forked on its own; fork its parent"
+CLOSE_THE_PARENT = "it ends with its task; stop it with session/cancel, or close its parent"
+DELETE_THE_PARENT = "it is deleted with its parent; delete the parent"
 
 
 def _nothing(session: Session) -> None:
@@ -151,6 +163,14 @@ class SessionManager:
             raise SessionNotFoundError(session_id)
         return session
 
+    async def get_for_client(self, session_id: str, instead: str) -> Session:
+        """``get`` for a request that drives the session (its mode, a rewind, a steer): a subagent's
+        session is refused, saying ``instead`` what to do; its parent drives it."""
+        session = await self.get(session_id)
+        if session.subagent is not None:
+            raise not_for_a_subagent(session.id, session.parent_id, instead)
+        return session
+
     # -- making sessions
 
     def new_choices(self) -> SessionChoices:
@@ -202,7 +222,7 @@ class SessionManager:
         try:
             stored = await anyio.to_thread.run_sync(self._store_new, session_id, cwd, extra, choices, parent_id,
                                                     subagent)
-            session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent)
+            session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent, choices)
         finally:
             self._opening.pop(session_id, None)
             opening.finish()
@@ -243,6 +263,8 @@ class SessionManager:
         if opening is not None:  # restored by another request right now: that one builds it
             await opening.wait()
         live = self._live.get(session_id)
+        if live is not None and live.subagent is not None:  # opened here, it would be driven twice
+            raise not_for_a_subagent(session_id, live.parent_id, OPEN_THE_PARENT)
         if live is not None:
             rows: Sequence[MessageRecord] = ()
             if show is not None:
@@ -271,8 +293,7 @@ class SessionManager:
         if record is None:
             raise SessionNotFoundError(session_id)
         if record.subagent_label is not None:  # its parent drove it; as a session of its own it would lose its limits
-            raise InvalidInput(f"session {session_id} is the session of a subagent ({record.subagent_label}): it "
-                               "cannot be opened on its own; load its parent, or find its work with session_search")
+            raise not_for_a_subagent(session_id, record.parent_session_id, OPEN_THE_PARENT)
         from acp_hermes_memory.session_db import REWOUND_SOURCE
 
         if record.source == REWOUND_SOURCE:  # the later turns a rewind set aside: no conversation on their own
@@ -289,6 +310,8 @@ class SessionManager:
                    mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
         """A new session holding a copy of ``source_id``'s conversation as it is now."""
         source = self._live.get(source_id)
+        if source is not None and source.subagent is not None:
+            raise not_for_a_subagent(source_id, source.parent_id, FORK_THE_PARENT)
         choices = None if source is None else (source.choices.mode.value, source.choices.model,
                                                source.choices.as_config())
         new_id = str(uuid.uuid4())
@@ -310,6 +333,8 @@ class SessionManager:
         source_record = db.get_session(source_id)
         if source_record is None:
             raise SessionNotFoundError(source_id)
+        if source_record.subagent_label is not None:  # a copy would be a session of its own without its limits
+            raise not_for_a_subagent(source_id, source_record.parent_session_id, FORK_THE_PARENT)
         # A fork never has a first exchange of its own to be named after: it starts from the source's name.
         title = f"{source_record.title} (fork)" if source_record.title else None
         latest = db.segments(source_id)[-1].id  # after compactions: the history as it is now
@@ -329,7 +354,8 @@ class SessionManager:
         segments = db.segments(record.id) if rows else [record]
         current = segments[-1]
         later = [db.messages(segment.id) for segment in segments[1:]]
-        transcript = Transcript(current.id, db, history_from_rows(later[-1] if later else rows))
+        read = later[-1] if later else rows
+        transcript = Transcript(current.id, db, history_from_rows(read), synced_to=newest_row(read))
         left_open = transcript.last_calls_left_open()
         if left_open:  # the process that ran them was killed, or the editor quit mid-turn
             transcript.close_interrupted(left_open, announced_calls(later[-1] if later else rows))
@@ -351,23 +377,25 @@ class SessionManager:
 
     def _open(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
               mcp_servers: Sequence[McpServerSpec], parent_id: str | None,
-              subagent: SubagentSpec | None = None) -> Session:
-        session = self._build(stored, cwd, extra, links, parent_id, subagent)
+              subagent: SubagentSpec | None = None, choices: SessionChoices | None = None) -> Session:
+        session = self._build(stored, cwd, extra, links, parent_id, subagent, choices)
         self._opened(session, links, mcp_servers)
         return session
 
     def _build(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
-               parent_id: str | None, subagent: SubagentSpec | None = None) -> Session:
-        """The live session for a stored one, complete (on the event loop: it may start work there)."""
+               parent_id: str | None, subagent: SubagentSpec | None = None,
+               choices: SessionChoices | None = None) -> Session:
+        """The live session for a stored one, complete (on the event loop: it may start work there);
+        ``choices``: a new session's, as its creator was answered (else read from the stored row)."""
         record = stored.record
         settings = self.runtime.settings
         config = record.model_config or {}
-        choices = SessionChoices(
+        choices = choices or allowed_choices(self.runtime, SessionChoices(
             mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
             budget=stored_budget(config),
-        )
+        ))
         session_id = record.id
         session = Session(
             session_id=session_id,
@@ -401,6 +429,9 @@ class SessionManager:
             session.close()
             return
         if links is None:  # a child has no MCP servers of its own, and its client was told of it by its parent
+            notice, session.choices.start_notice = session.choices.start_notice, ""
+            if notice:  # it did not start in bypass: said once, after a load's replay
+                session.tell(notice)
             session.connect_mcp(mcp_servers)
             self._wiring.opened(session)
 
@@ -415,8 +446,8 @@ class SessionManager:
                            asker: Asker) -> Session:
         """A delegated task's session: in its parent's workspace, with its parent's mode, model and
         thinking, its own sink and the given asker, doing its I/O through its parent's editor."""
-        choices = SessionChoices(mode=parent.choices.mode, model=parent.choices.model,
-                                 thought_level=parent.choices.thought_level)
+        choices = allowed_choices(self.runtime, SessionChoices(mode=parent.choices.mode, model=parent.choices.model,
+                                                               thought_level=parent.choices.thought_level))
         return await self.create(parent.cwd, parent.additional_directories, session_id=child_id,
                                  parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor,
                                                                  checkpoints=parent.checkpoints, budget=parent.budget),
@@ -469,10 +500,16 @@ class SessionManager:
         opening = self._opening.get(session_id)
         if opening is not None:
             await opening.wait()
+        live = self._live.get(session_id)
+        if live is not None and live.subagent is not None:  # it ends with its task; session/cancel stops it
+            raise not_for_a_subagent(session_id, live.parent_id, CLOSE_THE_PARENT)
         session = self._live.pop(session_id, None)
         if session is None:
-            if await anyio.to_thread.run_sync(self.runtime.db.get_session, session_id) is None:
+            record = await anyio.to_thread.run_sync(self.runtime.db.get_session, session_id)
+            if record is None:
                 raise SessionNotFoundError(session_id)
+            if record.subagent_label is not None:
+                raise not_for_a_subagent(session_id, record.parent_session_id, CLOSE_THE_PARENT)
             return
         session.close()
 
@@ -481,6 +518,9 @@ class SessionManager:
         opening = self._opening.get(session_id)
         if opening is not None:
             await opening.wait()
+        live = self._live.get(session_id)
+        if live is not None and live.subagent is not None:
+            raise not_for_a_subagent(session_id, live.parent_id, DELETE_THE_PARENT)
         session = self._live.pop(session_id, None)
         if session is not None:
             session.close()
@@ -489,11 +529,19 @@ class SessionManager:
 
     def _delete_stored(self, session_id: str) -> bool:
         db = self.runtime.db
+        record = db.get_session(session_id)
+        if record is not None and record.subagent_label is not None:  # its parent's work: deleted with it
+            raise not_for_a_subagent(session_id, record.parent_session_id, DELETE_THE_PARENT)
         # Compaction's segments go too, and the sessions of its subagents (their segments included).
         others = [segment.id for segment in db.segments(session_id)[1:]] + db.subagent_ids(session_id)
         deleted = db.delete_session(session_id)
         for other in others:
             db.delete_session(other)
+        from acp_hermes.core.checkpoints import forget_sessions
+
+        # And its checkpoints: their copies of the workspace's files are the session's too.
+        for problem in forget_sessions(self.runtime.paths.checkpoints, [session_id, *others])[1]:
+            log.warning("session %s deleted, but %s", session_id, problem)
         return deleted
 
     def close_all(self) -> list[Session]:

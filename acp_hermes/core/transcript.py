@@ -22,7 +22,7 @@ from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry
 
 if TYPE_CHECKING:
     from acp_hermes.core.steering import Steer
-    from acp_hermes_memory.session_db import MessageRecord, SessionDB
+    from acp_hermes_memory.session_db import MessageRecord, SegmentNews, SessionDB
 
 log = logging.getLogger(__name__)
 
@@ -90,12 +90,21 @@ def _locations(records: Any) -> tuple[Location, ...]:
 
 
 class Transcript:
-    """History in Anthropic message format, mirrored row by row into the SessionDB."""
+    """History in Anthropic message format, mirrored row by row into the SessionDB.
 
-    def __init__(self, session_id: str, db: SessionDB, messages: list[dict[str, Any]] | None = None) -> None:
+    Another process may hold the same conversation (an editor window of its own on the session) and
+    store messages in it or compact it. ``synced_to`` and ``own_rows`` tell those apart from this
+    transcript's own: its segment's rows up to ``synced_to`` are in ``messages``, and so are the rows it
+    stored itself; any other row after ``synced_to`` was stored elsewhere (``in_step``).
+    """
+
+    def __init__(self, session_id: str, db: SessionDB, messages: list[dict[str, Any]] | None = None, *,
+                 synced_to: int = 0) -> None:
         self.session_id = session_id
         self._db = db
         self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        self.synced_to = synced_to  # the newest row of its segment that ``messages`` was read from
+        self.own_rows: set[int] = set()  # the rows it stored since (wherever they landed)
         # The client's own id for the prompt stored next (ACP ``messageId``), kept with it: rewind points name it.
         self.client_message_id: str | None = None
         self.last_prompt_row: int | None = None  # the row of the last prompt stored: where its turn begins
@@ -112,7 +121,22 @@ class Transcript:
 
         with anyio.CancelScope(shield=True):  # a cancel must not lose a finished message
             row = await anyio.to_thread.run_sync(write)
+        if row is not None:
+            self.own_rows.add(row)
         return row
+
+    def in_step(self, news: SegmentNews | None) -> bool:
+        """Whether ``messages`` is still the conversation as stored, given what changed in its segment
+        since ``synced_to`` (``SessionDB.segment_news``): not when a compaction ended the segment or
+        another process stored a message in it. When it is, ``synced_to`` moves on past its own rows."""
+        if news is None:  # deleted: nothing stored to go on from
+            return True
+        if news.ended or not self.own_rows.issuperset(news.message_ids):
+            return False
+        if news.message_ids:
+            self.synced_to = news.message_ids[-1]
+            self.own_rows.difference_update(news.message_ids)
+        return True
 
     async def _append_prompt(self, plain_text: str, prompt: Sequence[PromptPart], **fields: Any) -> None:
         display: dict[str, Any] = {"prompt": [to_record(p) for p in prompt]}
@@ -228,10 +252,10 @@ class Transcript:
             ))
         self._add_results(outcomes)
         for outcome in outcomes:
-            self._db.append_message(
+            self.own_rows.add(self._db.append_message(
                 self.session_id, "tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
                 payload=outcome.result_block(), display=outcome.display_record(),
-            )
+            ))
 
     def _add_results(self, outcomes: Sequence[ToolOutcome]) -> list[dict[str, Any]]:
         blocks = [outcome.result_block() for outcome in outcomes]
@@ -289,6 +313,35 @@ def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
             else:
                 messages.append({"role": row.role, "content": list(row.payload)})
     return messages
+
+
+def newest_row(rows: Sequence[MessageRecord]) -> int:
+    """The id of the newest of ``rows`` (0 for none): a transcript read from them is in step up to it."""
+    return max((row.id for row in rows), default=0)
+
+
+@value
+class StoredConversation:
+    """A conversation as the SessionDB holds it now: its current segment's history, ready to go on."""
+
+    transcript: Transcript
+    system_prompt: str
+    context: tuple[int, int]  # as ``restored_context`` measures it
+
+
+def stored_conversation(db: SessionDB, root_id: str) -> StoredConversation | None:
+    """The conversation ``root_id`` as stored now, after every compaction of it (blocking): what a
+    process goes on from when another one changed it. None when it was deleted."""
+    segments = db.segments(root_id)
+    if not segments:
+        return None
+    current = segments[-1]
+    rows = db.messages(current.id)
+    history = history_from_rows(rows)
+    system_prompt = current.system_prompt or ""
+    return StoredConversation(
+        Transcript(current.id, db, history, synced_to=newest_row(rows)), system_prompt,
+        restored_context(system_prompt, rows, len(history), carried=current.id != root_id))
 
 
 def final_answer(messages: Sequence[dict[str, Any]]) -> str:

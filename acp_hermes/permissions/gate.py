@@ -1,7 +1,8 @@
 """The permission gate every mutation passes: it carries out the policy's verdict.
 
-A refusal becomes ``PermissionDenied`` (its message is what the model is told); a question goes
-to the user through the ``Asker`` with the exact diff or command in front of them; an answer of
+A refusal becomes ``PermissionDenied`` (its message is what the model is told, its ``shown`` what the
+user reads); a question goes to the user through the ``Asker`` with the exact diff or command in front
+of them, with at most one option of each kind (``PermissionQuestion`` checks it); an answer of
 "always" is remembered narrowly, as the verdict's offer names it: edits or memory updates for
 the rest of the session, a command's program and subcommand (``git status``, ``pytest``) for the
 session and, in the grant store, for the project.
@@ -22,6 +23,7 @@ import anyio
 from acp_hermes.permissions.modes import Mode
 from acp_hermes.permissions.policy import (
     DECLINED,
+    DECLINED_SHOWN,
     SANDBOXED,
     CommandRequest,
     EditRequest,
@@ -38,7 +40,7 @@ from acp_hermes.permissions.policy import (
 from acp_hermes_memory.grants import GrantStore, ProjectGrants
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, RestoreChoice, ToolContext
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
 
 log = logging.getLogger(__name__)
@@ -52,32 +54,37 @@ CANCELLED = "cancelled"
 
 @value
 class PermissionOption:
-    """One answer the user may give; ``option_id`` doubles as its kind (once or always, allow or reject)
-    unless ``kind`` names it (an answer of a question with more than one way to allow)."""
+    """One answer the user may give; ``option_id`` is also its kind (once or always, allow or reject),
+    so a question has one way to allow once: what it allows is said in its label and display."""
 
     option_id: str
     label: str
-    kind: str = ""
-
-    @property
-    def option_kind(self) -> str:
-        return self.kind or self.option_id
 
 
 @value
 class PermissionQuestion:
+    """One question to the user. At most one option of each kind: a client may show an option only by
+    its kind ("Accept", "Reject"), and two of one kind would look alike there (made impossible here)."""
+
     call_id: str
     title: str
     kind: ToolKind
     display: tuple[Display, ...]
     options: tuple[PermissionOption, ...]
 
+    def __post_init__(self) -> None:
+        kinds = [option.option_id for option in self.options]
+        twice = sorted({kind for kind in kinds if kinds.count(kind) > 1})
+        if twice:
+            raise ValueError(f"a permission question offers more than one option of kind {', '.join(twice)}")
+
 
 class Asker(Protocol):
     """Puts a permission question to the user."""
 
     async def ask(self, question: PermissionQuestion) -> str:
-        """The chosen option id, or ``"cancelled"``."""
+        """The chosen option id, or ``"cancelled"``; ``PermissionDenied`` with the reason when no answer
+        could be had (the editor failed the question)."""
         ...
 
 
@@ -132,6 +139,9 @@ class PermissionGate:
             display = (*display, TextDisplay(
                 f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
                 "your own permissions, so acp-hermes asks before commands as its mode requires."
+                + (" In bypass, which your config allows without a sandbox (allow_unsandboxed_bypass), that "
+                   "is unasked, except what acp-hermes rates dangerous or cannot see through."
+                   if self.mode is Mode.BYPASS else "")
             ))
         elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
             from acp_hermes_tools.sandbox import HOME_NOTICE
@@ -146,25 +156,24 @@ class PermissionGate:
         read_only = reads_only(command, home=self._home, roots=ctx.roots, cwd=cwd)
         return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network, read_only=read_only)
 
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange],
-                                choices: Sequence[RestoreChoice], display: Sequence[Display], *,
-                                requested: bool = False) -> str:
+    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
+                                display: Sequence[Display], *, requested: bool = False) -> None:
         """A restore of ``changes`` (``/rollback``), decided as the edit it is. When the mode asks, the
-        user picks one of ``choices`` (each a way to allow) or rejects; otherwise the first choice holds —
-        as it does when the client ``requested`` this very restore (the user asked there)."""
+        user allows it (the option named ``label``) or keeps things as they are; it holds unasked when
+        the client ``requested`` this very restore (the user asked there)."""
         title = ctx.title or _edit_title(changes, ctx.cwd)
         where = Surroundings(self._home, self._hermes_home, ctx.roots)
         verdict = decide(EditRequest(tuple(c.path for c in changes)), self.mode, await self.grants(), where)
         if verdict.outcome == "refuse":
-            raise PermissionDenied(verdict.message)
+            raise PermissionDenied(verdict.message, verdict.shown)
         if verdict.outcome == "allow" or requested:
-            return choices[0].choice_id
-        options = (*(PermissionOption(c.choice_id, c.label, ALLOW_ONCE) for c in choices),
-                   PermissionOption(REJECT_ONCE, "Reject"))
+            return
+        options = (PermissionOption(ALLOW_ONCE, label), PermissionOption(REJECT_ONCE, "Keep things as they are"))
         choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, "edit", tuple(display), options))
-        if any(choice == c.choice_id for c in choices):
-            return choice
-        raise PermissionDenied(NOT_ASKED if choice == CANCELLED else DECLINED)
+        if choice == CANCELLED:
+            raise PermissionDenied(NOT_ASKED, "Nothing was restored: the question was cancelled.")
+        if choice != ALLOW_ONCE:
+            raise PermissionDenied(DECLINED, "Nothing was restored: you chose to keep things as they are.")
 
     async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
         display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
@@ -204,7 +213,7 @@ class PermissionGate:
                   self.mode.value, verdict.outcome, "; ".join(verdict.reasons) or "no reason given")
         if verdict.outcome == "refuse":
             log.info("permission: refused (%s)", "; ".join(verdict.reasons))
-            raise PermissionDenied(verdict.message)
+            raise PermissionDenied(verdict.message, verdict.shown)
         if verdict.outcome == "allow":
             log.info("permission: allowed by %s", "; ".join(verdict.reasons))
         else:
@@ -306,13 +315,14 @@ def _home_relative(path: Path, home: Path) -> str:
 
 
 NOT_ASKED = "The permission request was cancelled; the action did not run."
+NOT_ASKED_SHOWN = "Not done: the permission question was cancelled."
 
 
 def _require_allowed(choice: str) -> None:
     if choice == CANCELLED:
-        raise PermissionDenied(NOT_ASKED)
+        raise PermissionDenied(NOT_ASKED, NOT_ASKED_SHOWN)
     if choice not in (ALLOW_ONCE, ALLOW_ALWAYS):
-        raise PermissionDenied(DECLINED)
+        raise PermissionDenied(DECLINED, DECLINED_SHOWN)
 
 
 def _edit_title(changes: Sequence[FileChange], cwd: Path) -> str:

@@ -16,8 +16,10 @@ in ``accept-edits`` and ``bypass``, a grant given there covers it only inside th
 command that needs to leave it (the network, writes outside the workspace, writes to what the
 sandbox keeps read-only because it runs later — a repository's ``.git``, ``.envrc`` …) always
 asks, saying why. Without a sandbox, grants given without one run commands as they are, and
-``bypass`` runs unasked only what the analysis can see in full: inline interpreter code, programs
-named at run time and other opaque forms ask.
+``bypass`` — offered there only when the user's own config allows it (``core.choices``) — runs
+unasked only what the analysis can see in full: inline interpreter code, programs named at run
+time, programs without rules given another program's name and other opaque forms ask. That, and the
+refusal of catastrophic commands, is a courtesy there, not a boundary: a spelling no rule knows runs.
 
 Grants are allowlists: a remembered key covers an invocation only as ``command_keys`` names it —
 the same executable, no environment assignments, only options known to be harmless for it.
@@ -43,11 +45,15 @@ if TYPE_CHECKING:
 Outcome = Literal["allow", "ask", "refuse"]
 GrantScope = Literal["edits", "state", "commands", "reads", "tools"]
 
+# What the model is told of a refusal carries instructions for it; the user reads their own words
+# (``Verdict.shown``, ``PermissionDenied.shown``).
 DECLINED = "The user declined this action, so it did not run. Do not retry it; ask the user how to proceed."
+DECLINED_SHOWN = "Not done: you rejected it."
 PLAN_REFUSAL = (
     "Refused: the session is in plan mode, which is read-only. Do not try to edit files or run commands; "
     "explore with the read-only tools and present a plan. The user will switch modes to carry it out."
 )
+PLAN_SHOWN = "Not done: the session is in plan mode, which is read-only (switch modes to make changes)."
 
 
 @value
@@ -155,6 +161,7 @@ class Verdict:
     outcome: Outcome
     reasons: tuple[str, ...] = ()  # why: shown in the question's title and the log
     message: str = ""  # for a refusal: what the model is told
+    shown: str = ""  # ... and what the user is told
     offer: GrantOffer | None = None  # for a question: the "always" options, if any
     sandboxed: bool = False  # a command allowed runs inside the OS sandbox
     network: bool = False  # ... with the network switched on inside it
@@ -172,15 +179,15 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
     return _decide_state(request, mode, grants)
 
 
-def _refuse(message: str, *reasons: str) -> Verdict:
-    return Verdict("refuse", reasons, message)
+def _refuse(message: str, *reasons: str, shown: str) -> Verdict:
+    return Verdict("refuse", reasons, message, shown)
 
 
 def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
     from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
     if mode is Mode.PLAN:
-        return _refuse(PLAN_REFUSAL, "plan mode")
+        return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     concerns = []
     for path in request.paths:
         if not is_within(path, where.roots):
@@ -191,7 +198,8 @@ def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surro
     if concerns:
         return Verdict("ask", tuple(concerns))
     if grants.edits is False:
-        return _refuse("The user chose to reject all edits in this session. " + DECLINED, "edits rejected")
+        return _refuse("The user chose to reject all edits in this session. " + DECLINED, "edits rejected",
+                       shown="Not done: you rejected all edits for this session.")
     if grants.edits:
         return Verdict("allow", ("session grant",))
     if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
@@ -220,7 +228,7 @@ def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surrou
         return Verdict("allow", ("inside the workspace or a directory allowed this session",))
     if any(is_within(path, grants.unreadable_dirs) for path in outside):
         return _refuse("The user chose to reject reads of this directory in this session. " + DECLINED,
-                       "reads rejected")
+                       "reads rejected", shown="Not read: you rejected reads of this directory for this session.")
     if mode is not Mode.DEFAULT:
         return Verdict("allow", (f"{mode.value} mode",))
     directories = tuple(dict.fromkeys(str(path if request.purpose == "directory" else path.parent) for path in outside))
@@ -240,14 +248,16 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
             f"Refused: this command is never allowed ({', '.join(risk.reasons)}). Do not try to run it "
             "in another form.",
             *risk.reasons,
+            shown=f"Not run: this command is never allowed ({', '.join(risk.reasons)}).",
         )
     if mode is Mode.PLAN:
-        return _refuse(PLAN_REFUSAL, "plan mode")
+        return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     grantable = grant_keys(request.command, where.roots)
     keys, why_not = grantable.keys, tuple(filter(None, (grantable.why_not,)))
     rejected = [key for key in keys or () if key in grants.rejected_commands]
     if rejected:
-        return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected")
+        return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected",
+                       shown=f"Not run: you chose to always reject `{rejected[0]}`.")
     if request.sandbox:
         return _decide_sandboxed(request, risk, keys, why_not, mode, grants)
     if risk.level == "dangerous":
@@ -316,10 +326,10 @@ def _only_writes_the_repository(request: CommandRequest, risk: CommandRisk) -> b
 def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
     subject = request.subject
     if mode is Mode.PLAN:
-        return _refuse(PLAN_REFUSAL, "plan mode")
+        return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     if subject in grants.rejected_state:
         return _refuse(f"The user chose to reject changes to {subject} in this session. " + DECLINED,
-                       f"{subject} rejected")
+                       f"{subject} rejected", shown=f"Not done: you rejected changes to {subject} for this session.")
     if subject in grants.allowed_state:
         return Verdict("allow", ("session grant",))
     if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
@@ -337,11 +347,12 @@ def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -
     if request.read_only and trusted:
         return Verdict("allow", (f"read-only by its server, which the user trusts ({request.server})",))
     if mode is Mode.PLAN:
-        return _refuse(PLAN_REFUSAL, "plan mode")
+        return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     key = request.grant_key
     if key in grants.rejected_commands:
         return _refuse(f"The user chose to always reject {request.tool} of {request.server}. " + DECLINED,
-                       f"{key} rejected")
+                       f"{key} rejected",
+                       shown=f"Not run: you chose to always reject {request.tool} of {request.server}.")
     if key in grants.allowed_commands:
         return Verdict("allow", (f"remembered grant {key}",))
     if mode is Mode.BYPASS:

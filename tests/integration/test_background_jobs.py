@@ -73,7 +73,7 @@ def delete(agent: AgentProcess, sid: str) -> Awaitable[Any]:
 async def test_ending_a_session_ends_its_background_commands(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str, end: Callable[[AgentProcess, str], Awaitable[Any]]
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token, other_token = sleep_token(), sleep_token()
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid, log = await start_background_sleep(agent, fake_anthropic, token)
@@ -88,7 +88,7 @@ async def test_ending_a_session_ends_its_background_commands(
 async def test_the_agent_exiting_on_stdin_eof_ends_every_background_command(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token = sleep_token()
     async with running_agent(tmp_path, fake_anthropic) as agent:
         _, log = await start_background_sleep(agent, fake_anthropic, token)

@@ -141,18 +141,23 @@ async def test_tokens_bound_a_model_whose_price_is_unknown(tmp_path: Path, fake_
         sid = await workspace_agent_session(agent)
         await agent.conn.set_config_option(config_id="model", session_id=sid, value="my-private-model")
         assert await agent.prompt(sid, "read the notes") == "end_turn"
-        assert agent.agent_text(sid).endswith("Read.")  # not stopped after the 400,000 tokens ($0 here)
+        text = agent.agent_text(sid)
+        assert "Read." in text  # not stopped after the 400,000 tokens ($0 here) ...
         assert len(fake_anthropic.stream_requests) == 2
         assert fake_anthropic.stream_requests[-1]["model"] == "my-private-model"
+        # ... and when the last request went past the tokens, the user hears it as the turn ends
+        assert text.rstrip().endswith("or set `budget.session_tokens` in config.yaml (read when the agent starts).")
+        assert ("⛔ Budget reached: this session has spent 550,000 tokens of this session's token budget "
+                "(500,000 tokens), the turn's last model request went past it") in text
 
         assert await agent.prompt(sid, "and again") == "end_turn"
         text = agent.agent_text(sid)
         assert ("⛔ Budget reached: this session has spent 550,000 tokens of this session's token budget "
-                "(500,000 tokens)") in text and "`/budget tokens <n>`" in text
+                "(500,000 tokens), so the agent stopped") in text and "`/budget tokens <n>`" in text
         assert await agent.prompt(sid, "/budget") == "end_turn"
         shown = agent.agent_text(sid)
         assert "Spent: 550,000 tokens this session" in shown and "price is unknown" in shown
-        assert "- `session_tokens`: 500,000 tokens (110% used)" in shown
+        assert "- `session_tokens`: 500,000 tokens (reached: 550,000 tokens spent)" in shown
     assert len(fake_anthropic.stream_requests) == 2  # the refused prompt never reached the model
 
 
@@ -256,15 +261,18 @@ async def test_budget_and_usage_show_the_spend_against_each_limit(
         tokens = costing(0.3).input_tokens + costing(0.2).input_tokens
         assert "Model calls: 2." in usage and "Estimated cost: $0.5000." in usage
         assert "**Budget**" in usage
-        assert f"Spent: $0.50 this session ({tokens:,} tokens), $0.50 in the current or last turn" in usage
+        assert f"Spent: $0.50 this session ({tokens:,} tokens), $0.50 in the last turn" in usage
         assert "- `session_usd`: $2.00 (25% used)\n" in usage
         assert "- `turn_usd`: none\n" in usage
-        assert f"- `session_tokens`: 1,000,000 tokens ({tokens / 1_000_000:.0%} used)" in usage
+        assert f"- `session_tokens`: 1,000,000 tokens ({tokens // 10_000}% used)" in usage
 
         before = len(agent.agent_text(sid))
         assert await agent.prompt(sid, "/budget turn $0.40") == "end_turn"
         shown = agent.agent_text(sid)[before:]
-        assert "- `turn_usd`: $0.40 (125% used) (set for this session)" in shown
+        # Between turns a turn's limit holds for the next turn, which starts afresh: no "125% used", and no
+        # warning, though the last turn spent more than it.
+        assert "- `turn_usd`: $0.40 a turn (the last turn spent $0.50) (set for this session)" in shown
+        assert "⚠️" not in shown
         assert "- `session_usd`: $2.00 (25% used)\n" in shown  # the config's, untouched
         assert await agent.prompt(sid, "/budget tokens lots") == "end_turn"
         assert "Not understood: 'lots' is not an amount." in agent.agent_text(sid)
@@ -288,7 +296,7 @@ async def test_a_budget_set_with_the_command_is_kept_with_the_session(
         assert await loaded.prompt(sid, "/usage") == "end_turn"
         shown = loaded.agent_text(sid)[before:]
         assert "- `session_usd`: $2.50 (0% used) (set for this session)" in shown
-        assert "- `turn_usd`: $0.25 (0% used) (set for this session)" in shown
+        assert "- `turn_usd`: $0.25 a turn (the last turn spent $0.00) (set for this session)" in shown
         assert "- `session_tokens`: none (set for this session)" in shown  # "no limit" is kept too
         before = len(loaded.agent_text(sid))
         assert await loaded.prompt(sid, "/budget reset") == "end_turn"
@@ -329,3 +337,63 @@ async def test_a_stop_and_a_refusal_are_replayed_and_still_hold_in_a_new_process
     texts = said(resumed)
     assert len(tool_result_ids(resumed)) == 1 and not any("⛔" in text for text in texts)
     assert "go on" in texts and "still there?" not in texts  # refused prompts are not the model's to read
+
+
+async def test_a_turn_limit_passed_by_its_only_request_still_gets_its_stop_message(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    # One request goes from nothing straight past the turn's limit and the model ends the turn: nothing was
+    # stopped, yet the user hears the limit was reached (no 80 % notice came either).
+    budget_config(tmp_path / "hermes-home", "  turn_usd: 0.5\n")
+    fake_anthropic.script(text_reply("All done.", usage=costing(0.6)), text_reply("Next.", usage=costing(0.1)))
+    fake_anthropic.script_auxiliary(text_reply("A title", usage=FREE))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "do it") == "end_turn"
+        text = agent.agent_text(sid)
+        assert text.startswith("All done.")
+        assert ("⛔ Budget reached: this turn has spent $0.60 of the budget of one turn ($0.50), the turn's last "
+                "model request went past it. Send another prompt to go on") in text
+        assert await agent.prompt(sid, "and then?") == "end_turn"  # the next turn starts afresh
+        assert agent.agent_text(sid).endswith("Next.") and agent.agent_text(sid).count(STOPPED) == 1
+    assert not any("⛔" in text for text in said(fake_anthropic.stream_requests[1]))  # shown, never sent
+
+
+async def test_a_session_limit_passed_by_the_last_request_is_said_at_once(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    budget_config(tmp_path / "hermes-home", "  session_usd: 0.5\n")
+    fake_anthropic.script(text_reply("All done.", usage=costing(0.7)))
+    fake_anthropic.script_auxiliary(text_reply("A title", usage=FREE))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "do it") == "end_turn"
+        assert ("⛔ Budget reached: this session has spent $0.70 of this session's budget ($0.50), the turn's last "
+                "model request went past it. Raise it with `/budget <usd>`") in agent.agent_text(sid)
+        assert await agent.prompt(sid, "more") == "end_turn"  # refused, as before
+        assert agent.agent_text(sid).count(STOPPED) == 2
+    assert len(fake_anthropic.stream_requests) == 1
+
+
+async def test_a_new_limit_that_is_already_spent_is_warned_of(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    budget_config(tmp_path / "hermes-home", "  session_usd: 100\n")
+    fake_anthropic.script(text_reply("Read.", usage=costing(0.6)))
+    fake_anthropic.script_auxiliary(text_reply("A title", usage=FREE))
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "/budget") == "end_turn"
+        assert "- `session_usd`: $100.00 (0% used)" in agent.agent_text(sid)
+        assert await agent.prompt(sid, "read") == "end_turn"
+        before = len(agent.agent_text(sid))
+        assert await agent.prompt(sid, "/budget") == "end_turn"
+        assert "- `session_usd`: $100.00 (under 1% used)" in agent.agent_text(sid)[before:]  # $0.60: not "0%"
+
+        before = len(agent.agent_text(sid))
+        assert await agent.prompt(sid, "/budget 0.5") == "end_turn"
+        shown = agent.agent_text(sid)[before:]
+        assert "- `session_usd`: $0.50 (reached: $0.60 spent) (set for this session)" in shown
+        assert ("⚠️ This session has already spent $0.60, more than the new limit of $0.50: new prompts are refused "
+                "until it is raised.") in shown
+        before = len(agent.agent_text(sid))
+        assert await agent.prompt(sid, "/budget 2") == "end_turn"  # raised: nothing to warn of
+        assert "⚠️" not in agent.agent_text(sid)[before:]
+    assert len(fake_anthropic.stream_requests) == 1

@@ -23,7 +23,8 @@ from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import SCRIPT, cli_env, run_cli
 from tests.integration.test_cli_setup import closed_port_url
 from tests.support.acp_harness import running_agent
-from tests.support.fake_anthropic import FakeAnthropic, error_reply, text_reply
+from tests.support.fake_anthropic import FakeAnthropic, error_reply, text_reply, tool_reply
+from tests.support.tool_checks import tool_result
 
 
 def demo_env(home: Path, tmp: Path, **extra: str) -> dict[str, str]:
@@ -119,6 +120,23 @@ async def test_the_demo_with_a_model_stores_a_titled_session_that_loads(
         await agent.conn.load_session(cwd=str(project), session_id=str(stored["id"]), mcp_servers=[])
         assert "A one-file project." in agent.agent_text(str(stored["id"]))  # the replay
         assert await agent.prompt(str(stored["id"]), "and now?") == "end_turn"
+
+
+def test_a_rejected_edit_in_the_demo_is_told_in_the_users_words(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home, project = tmp_path / "hermes-home", tmp_path / "project"
+    project.mkdir()
+    fake_anthropic.script(tool_reply("write_file", {"path": "a.txt", "content": "x\n"}, id="toolu_write"),
+                          text_reply("Left it alone."))
+    fake_anthropic.script_auxiliary(text_reply("A rejected write"))
+    # No terminal to ask on and the user's own folder: the demo rejects the write.
+    demo = run_demo("--cwd", str(project), "write a.txt", env=demo_env(home, tmp_path / "tmp", **fake_anthropic.env()),
+                    cwd=tmp_path)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert "rejected (no terminal to ask on" in demo.stdout and not (project / "a.txt").exists()
+    assert "Not done: you rejected it." in demo.stdout  # what the user reads ...
+    assert "Do not retry" not in demo.stdout and "The user declined" not in demo.stdout
+    told, failed = tool_result(fake_anthropic, "toolu_write")  # ... and what the model reads, apart
+    assert failed and "The user declined this action" in told and "Do not retry" in told
 
 
 def test_a_model_the_demo_cannot_use_is_named_in_one_line_with_status_1(

@@ -630,6 +630,93 @@ async def test_a_child_takes_no_prompt_and_its_own_cancel_stops_only_it(
         release.set()
 
 
+def refused_as_a_child(error: RequestError) -> bool:
+    return error.code == -32602 and "is a subagent working on its parent's task" in str(error.data)
+
+
+async def test_an_editor_cannot_drive_a_child_directly_and_nothing_changes(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """A child follows its parent: every request that would drive its session (its mode, its options,
+    a rewind, a steer, a prompt, opening, forking, closing or deleting it) is refused with -32602 while
+    it runs, and the child goes on and ends as if none had been sent; once it ended, opening, forking,
+    closing or deleting its stored session is refused the same way."""
+    release = threading.Event()
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"goal": BATCH[0]}, id="toolu_one"), text_reply("The parser is clean."),
+    ).child(BATCH[0], held(release, text_reply("parser: clean")))
+    fake_anthropic.script(*router.items())
+    fake_anthropic.script_auxiliary(text_reply("Linting"))  # the parent's title
+    home = tmp_path / "hermes-home"
+    workspace = str(tmp_path / "workspace")
+    try:
+        async with running_agent(tmp_path, fake_anthropic) as agent:
+            parent = await agent.new_session()
+            task = PromptTask(agent, parent)
+            raw = agent.conn._conn
+
+            async def attempts(child: str) -> list[tuple[str, Any]]:
+                requests: list[tuple[str, Callable[[], Any]]] = [
+                    ("session/set_mode", lambda: agent.conn.set_session_mode(session_id=child, mode_id="plan")),
+                    ("session/set_config_option", lambda: agent.conn.set_config_option(
+                        config_id="mode", session_id=child, value="plan")),
+                    ("_session/rewind_points", lambda: agent.conn.ext_method("session/rewind_points",
+                                                                             {"sessionId": child})),
+                    ("_session/rewind", lambda: agent.conn.ext_method("session/rewind", {
+                        "sessionId": child, "beforeMessage": {"messageId": "user-1"}, "mode": "both"})),
+                    ("_session/steering", lambda: agent.conn.ext_method("session/steering", {
+                        "sessionId": child, "prompt": [{"type": "text", "text": "stop"}]})),
+                    ("session/prompt", lambda: agent.prompt(child, "do something else")),
+                    ("session/load", lambda: agent.conn.load_session(cwd=workspace, session_id=child, mcp_servers=[])),
+                    ("session/resume", lambda: agent.conn.resume_session(cwd=workspace, session_id=child,
+                                                                         mcp_servers=[])),
+                    ("session/fork", lambda: agent.conn.fork_session(cwd=workspace, session_id=child, mcp_servers=[])),
+                    ("session/close", lambda: agent.conn.close_session(session_id=child)),
+                    ("session/delete", lambda: raw.send_request("session/delete", {"sessionId": child})),
+                ]
+                outcomes: list[tuple[str, Any]] = []
+                for method, send in requests:
+                    try:
+                        outcomes.append((method, await send()))
+                    except RequestError as error:
+                        outcomes.append((method, "refused" if refused_as_a_child(error) else error))
+                return outcomes
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(task.run, "lint the parser")
+                await fake_anthropic.wait_for_request_async(2)  # the child's model call is in flight
+                with SessionDB(home / "acp-hermes" / "state.db") as db:
+                    (child,) = [record.id for record in db.subagents_of(parent)]
+                while_running = await attempts(child)
+                assert task.stop_reason is None  # the child is still working
+                release.set()
+                with anyio.fail_after(10):
+                    await task.done.wait()
+            assert while_running == [(method, "refused") for method, _ in while_running]
+            assert task.stop_reason == "end_turn"
+            assert tool_result(fake_anthropic, "toolu_one") == ("Subagent completed\n\nparser: clean", False)
+            (child_request,) = [body for body in fake_anthropic.stream_requests if is_child(body)]
+            assert texts_of(child_request["messages"]) == [BATCH[0]]  # no steer, no prompt reached it
+            assert not agent.updates(child)  # nothing was announced on the child's id
+
+            # Once it ended it is no live session here ("not found", as any session not loaded), and
+            # what would open, copy, close or delete it from the store is refused as before.
+            stored = ("session/load", "session/resume", "session/fork", "session/close", "session/delete")
+            after_its_end = await attempts(child)
+            assert [(method, outcome if outcome == "refused" else outcome.code) for method, outcome in after_its_end] \
+                == [(method, "refused" if method in stored else -32002) for method, _ in after_its_end]
+            assert await agent.prompt(parent, "thanks") == "end_turn"  # the parent goes on
+    finally:
+        release.set()
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        record = db.get_session(child)
+        assert record is not None and record.mode == "default" and record.end_reason is None
+        assert [row.role for row in db.messages(child)] == ["user", "assistant"]
+        records, _ = db.list_sessions(include_empty=True)
+        assert {r.id for r in records} == {parent}  # no fork was made (children are never listed)
+        assert [c.id for c in db.subagents_of(parent)] == [child]
+
+
 # -- 7. the process killed mid-delegation
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from acp_hermes.testing.scripted_model import MessageReply, RawBody, StreamCut, TextBlock, ToolUseBlock
 from acp_hermes_memory.session_db import SessionDB
-from tests.support.acp_harness import RawAgent, raw_agent, running_agent
+from tests.support.acp_harness import RawAgent, allow_bypass_here, raw_agent, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, slow_text_reply, text_reply, tool_reply
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -82,6 +82,7 @@ async def test_a_process_killed_while_a_tool_runs_leaves_a_session_that_goes_on(
 ) -> None:
     fake_anthropic.script(tool_reply("terminal", {"command": "echo started; sleep 60"}, id="toolu_long"))
     home = tmp_path / "hermes-home"
+    allow_bypass_here(home)
     async with raw_agent(tmp_path, fake_anthropic, home=home) as agent:
         session_id = await open_session(agent, tmp_path / "workspace")
         await agent.request("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})

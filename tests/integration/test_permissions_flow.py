@@ -125,8 +125,8 @@ async def test_reject_once_means_the_tool_never_ran_and_the_model_is_told(
         view = calls[call_id]
         assert view.statuses == ["pending", "failed"], view.statuses  # never in_progress: it did not run
         text, is_error = tool_result(fake_anthropic, call_id)
-        assert "user declined" in text and is_error
-        assert "declined" in view.text()
+        assert "user declined" in text and "Do not retry" in text and is_error  # the model's words ...
+        assert view.text().strip("`\n") == "Not done: you rejected it."  # ... and the user's
 
 
 async def test_reject_always_refuses_later_edits_without_asking(
@@ -150,6 +150,7 @@ async def test_reject_always_refuses_later_edits_without_asking(
     assert not (agent.workspace / "b.txt").exists()
     assert calls["toolu_2"].statuses == ["pending", "failed"]
     assert "reject all edits" in tool_result(fake_anthropic, "toolu_2")[0]
+    assert calls["toolu_2"].text().strip("`\n") == "Not done: you rejected all edits for this session."
 
 
 async def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
@@ -171,6 +172,7 @@ async def test_a_cancelled_permission_request_runs_nothing(tmp_path: Path, fake_
         assert calls[call_id].statuses == ["pending", "failed"]
         text, is_error = tool_result(fake_anthropic, call_id)
         assert "cancelled" in text and "did not run" in text and is_error
+        assert calls[call_id].text().strip("`\n") == "Not done: the permission question was cancelled."
 
 
 async def test_command_grants_persist_per_project_for_a_new_server_process(

@@ -115,7 +115,7 @@ CASES = [
 async def test_stopping_and_writing_follow_the_mode_as_commands_do(
     tmp_path: Path, fake_anthropic: FakeAnthropic, mode: str, sandbox: str, expected: str
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token = sleep_token()
     fake_anthropic.script(
         tool_reply("terminal", {"command": f"cat; sleep {token}", "background": True, "stdin": True}, id="toolu_start"),

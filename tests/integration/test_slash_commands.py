@@ -89,8 +89,8 @@ async def test_export_writes_the_conversation_as_markdown_after_asking(
         exported = target.read_text()
         assert exported.startswith("# Parser design") and "## You\n\nhow does the parser work?" in exported
         assert "recursive-descent" in exported and "Exported the conversation" in said
-    else:
-        assert "declined" in said
+    else:  # in the user's words: no instructions meant for the model
+        assert said.strip() == "Not done: you rejected it."
 
 
 async def test_commands_and_replies_are_replayed_but_never_sent_to_the_model(

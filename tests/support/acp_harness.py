@@ -8,6 +8,10 @@ buffers) and writes, runs ``terminal/*`` commands as real subprocesses and answe
 (``elicitation/create`` forms, when ``running_agent(forms=True)`` advertises them) by a script. ``raw_agent`` spawns
 the same server on plain pipes for tests that need exact bytes (malformed input, stdout purity);
 ``write_config`` writes the config file a server reads at start-up.
+
+Every permission question is checked too: it may offer at most one option of each kind (a client may
+show options only by their kind, where two "allow once" would look alike); ``running_agent`` fails at
+exit on any that did not (``EditorClient.kind_problems``).
 """
 
 from __future__ import annotations
@@ -59,6 +63,14 @@ PermissionPolicy = Callable[[dict[str, Any], list[dict[str, Any]]], "str | None"
 FormAnswer = tuple[str, "dict[str, Any] | None"]
 
 
+def kind_problems(tool_call: dict[str, Any], options: list[dict[str, Any]]) -> list[str]:
+    """What is wrong with a question's options for a client that shows only their kinds (empty: nothing)."""
+    kinds = [option["kind"] for option in options]
+    twice = sorted(kind for kind in set(kinds) if kinds.count(kind) > 1)
+    return [f"{tool_call.get('title')!r} offers {kinds.count(kind)} options of kind {kind}: "
+            f"{[o['name'] for o in options if o['kind'] == kind]}" for kind in twice]
+
+
 def choose(kind: str) -> PermissionPolicy:
     """A policy that always picks the option of ``kind`` (allow_once, reject_always, ...)."""
 
@@ -93,6 +105,7 @@ class EditorClient:
         self.refuse_terminals = refuse_terminals  # ... and terminal/create
         self.buffers: dict[str, str] = {}
         self.permission_requests: list[dict[str, Any]] = []
+        self.kind_problems: list[str] = []  # questions with two options of one kind (running_agent fails on them)
         self.permission_asked = anyio.Event()
         self.hold_permissions = hold_permissions
         self.release_permission = anyio.Event()
@@ -108,6 +121,7 @@ class EditorClient:
         call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
         offered = [o.model_dump(mode="json", by_alias=True) for o in options]
         self.permission_requests.append({"toolCall": call, "options": offered})
+        self.kind_problems += kind_problems(call, offered)
         self.permission_asked.set()
         if self.hold_permissions:
             await self.release_permission.wait()
@@ -393,6 +407,8 @@ async def running_agent(
                 )
             yield agent
     wire.assert_clean()
+    assert not client.kind_problems, "permission questions a kinds-only client cannot tell apart:\n" + "\n".join(
+        client.kind_problems)
 
 
 def write_config(home: Path, text: str) -> Path:
@@ -401,6 +417,15 @@ def write_config(home: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def allow_bypass_here(home: Path) -> None:
+    """Let a test that only needs ``bypass`` have it on a machine without the OS sandbox too: there the mode is
+    offered only when the user's config allows it (``allow_unsandboxed_bypass``), so the test's config says so."""
+    from acp_hermes_tools.sandbox import detect
+
+    if not detect().available:
+        write_config(home, "allow_unsandboxed_bypass: true\n")
 
 
 @dataclass

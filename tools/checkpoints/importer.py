@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from acp_hermes_tools.checkpoints.git import EMAIL, IDENTITY, Git
+from acp_hermes_tools.checkpoints.records import ABSENT, FileState
 from acp_hermes_tools.checkpoints.scan import Listing
 
 _FAST_IMPORT = (
@@ -107,14 +108,29 @@ def _stream(workspace: Path, found: Plan, base_tree: str | None, ref: str, messa
         if content is None:
             continue  # it changed under us: the index keeps the old entry, so the next listing names it again
         mode, data = content
-        blob = hashlib.sha1(b"blob %d\0" % len(data))
-        blob.update(data)
         yield b"M %s inline %s\ndata %d\n" % (mode, _quoted(raw), len(data))
         yield data
         yield b"\n"
-        written.index_info.append(b"%s %s\t%s\0" % (mode, blob.hexdigest().encode(), raw))
+        written.index_info.append(b"%s %s\t%s\0" % (mode, _blob_id(data).encode(), raw))
         written.stored_bytes += len(data)
     yield b'\nls :1 ""\nget-mark :1\ndone\n'
+
+
+def state_now(workspace: Path, path: str, max_file_bytes: int) -> FileState:
+    """What ``path`` would be in a snapshot taken now, read without taking one (nothing is written):
+    ``ABSENT`` when it is missing, no file or link, behind a symlinked directory, or too big to keep."""
+    content = None if _beyond_symlink(workspace, path) else _read(os.path.join(workspace, path), max_file_bytes)
+    if content is None:
+        return ABSENT
+    mode, data = content
+    return FileState(_blob_id(data), mode.decode())
+
+
+def _blob_id(data: bytes) -> str:
+    """The id git gives a blob of ``data`` (the store is a SHA-1 repository)."""
+    blob = hashlib.sha1(b"blob %d\0" % len(data))
+    blob.update(data)
+    return blob.hexdigest()
 
 
 def _beyond_symlink(workspace: Path, path: str) -> bool:

@@ -118,7 +118,7 @@ def agent_and_session(tmp_path: Path) -> tuple[HermesAgent, FakeSession]:
     agent = HermesAgent(Runtime(Settings(), Paths(tmp_path)))
     session = FakeSession()
 
-    async def find(session_id: str) -> FakeSession:
+    async def find(session_id: str, instead: str) -> FakeSession:
         return session
 
     agent._session = find  # type: ignore[method-assign,assignment]

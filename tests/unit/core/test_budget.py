@@ -181,10 +181,10 @@ def test_the_80_percent_notice_comes_once_per_limit_and_again_once_raised() -> N
     meter.start_turn(meter.spent)  # a new turn does not repeat a session limit's notice
     meter.add(Spend(0.01, 0))
     assert len(told) == 1
-    overrides["session_usd"] = 1.1  # raised: 83 % of the new limit is worth a new notice, once
+    overrides["session_usd"] = 1.1  # raised: 82.7 % of the new limit is worth a new notice, once
     meter.add(Spend(0.0, 0))
     meter.add(Spend(0.0, 0))
-    assert len(told) == 2 and told[1].startswith("⚠️ This session's budget is 83% spent ($0.91 of $1.10)")
+    assert len(told) == 2 and told[1].startswith("⚠️ This session's budget is 82% spent ($0.91 of $1.10)")
     overrides["session_usd"] = 5.0  # raised far: 19 %, nothing to say
     meter.add(Spend(0.0, 0))
     assert len(told) == 2
@@ -218,18 +218,65 @@ def test_describe_shows_each_limit_and_where_it_comes_from() -> None:
     meter, _ = budget({"turn_usd": 0.5}, session_usd=2.0)
     meter.start_turn(Spend(0.5, 1_234))
     meter.add(Spend(0.1, 10))
-    assert meter.describe(priced=True) == [
-        "Spent: $0.60 this session (1,244 tokens), $0.10 in the current or last turn; subagents included.",
+    assert meter.describe(priced=True, running=True) == [
+        "Spent: $0.60 this session (1,244 tokens), $0.10 in the current turn; subagents included.",
         "- `session_usd`: $2.00 (30% used)",
-        "- `turn_usd`: $0.50 (20% used) (set for this session)",
+        "- `turn_usd`: $0.50 a turn (20% used) (set for this session)",
         "- `session_tokens`: none",
     ]
+    # Between turns a turn's limit holds for the next one, which starts afresh: the last one's spend is said.
+    assert meter.describe(priced=True, running=False)[2] == (
+        "- `turn_usd`: $0.50 a turn (the last turn spent $0.10) (set for this session)")
+
+
+@pytest.mark.parametrize(("used", "shown"), [
+    (0.0, "0% used"), (0.0001, "under 1% used"), (0.57, "57% used"), (0.996, "99% used"),
+    (1.0, "reached: $1.00 spent"), (1.25, "reached: $1.25 spent"),
+])
+def test_describe_shows_percentages_a_person_reads(used: float, shown: str) -> None:
+    """Rounded down (99.6 % is not yet the limit), never 0 % once something is spent, and past the
+    limit the amount spent rather than "125% used"."""
+    meter, _ = budget(session_usd=1.0)
+    meter.start_turn(Spend(used, 0))
+    assert meter.describe(priced=True, running=False)[1] == f"- `session_usd`: $1.00 ({shown})"
+
+
+def test_a_new_limit_already_spent_is_warned_of() -> None:
+    overrides: dict[str, float | None] = {}
+    meter, _ = budget(overrides)
+    meter.start_turn(Spend(0.5, 2_000))
+    meter.add(Spend(0.3, 100))
+    overrides.update(session_usd=0.6, session_tokens=1_000_000, turn_usd=0.2)
+    assert meter.already_spent("session_usd", running=False) == (
+        "⚠️ This session has already spent $0.80, more than the new limit of $0.60: new prompts are refused until "
+        "it is raised.")
+    assert meter.already_spent("session_usd", running=True) == (
+        "⚠️ This session has already spent $0.80, more than the new limit of $0.60: the running turn stops before "
+        "its next model request and new prompts are refused until it is raised.")
+    assert meter.already_spent("session_tokens", running=True) is None  # not spent
+    assert meter.already_spent("turn_usd", running=True) == (
+        "⚠️ The running turn has already spent $0.30, more than the new limit of $0.20: it stops before its next "
+        "model request.")
+    assert meter.already_spent("turn_usd", running=False) is None  # the next turn starts afresh
+    overrides["session_usd"] = None
+    assert meter.already_spent("session_usd", running=False) is None
+
+
+def test_a_limit_passed_by_the_turns_last_request_is_said_at_its_end() -> None:
+    meter, _ = budget(turn_usd=0.5)
+    meter.start_turn(Spend(3.0, 0))
+    assert meter.passed() is None
+    meter.add(Spend(0.7, 0))  # one request, from nothing straight past the turn's limit
+    passed = meter.passed()
+    assert passed is not None and passed.startswith(
+        "⛔ Budget reached: this turn has spent $0.70 of the budget of one turn ($0.50), the turn's last model "
+        "request went past it. Send another prompt to go on")
 
 
 def test_describe_for_a_model_without_a_price_speaks_of_tokens() -> None:
     meter, _ = budget({"session_usd": None}, session_usd=2.0, session_tokens=10_000)
     meter.start_turn(Spend(0.0, 2_500))
-    lines = meter.describe(priced=False)
+    lines = meter.describe(priced=False, running=False)
     assert lines[0] == ("Spent: 2,500 tokens this session, subagents included (the model's price is unknown: only "
                         "the token limit applies).")
     assert "$" not in lines[0]

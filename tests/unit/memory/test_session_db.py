@@ -22,6 +22,7 @@ from acp_hermes_memory.session_db import (
     SCHEMA_VERSION,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
+    NewMessage,
     SearchSupport,
     SessionDB,
     SessionExists,
@@ -1022,3 +1023,53 @@ def test_killed_writer_leaves_an_intact_database_with_every_committed_row(db_pat
         db.append_message("victim", "user", "after the crash")
         assert len(db.search_messages("word7", limit=10_000)) == len(rows)
     assert_indexes_consistent(db_path)
+
+
+# -- a conversation held by two processes: compaction's continuation
+
+
+def test_continue_segment_carries_what_others_stored_and_ends_the_segment_in_one_write(
+    db: SessionDB, db_path: Path
+) -> None:
+    new_session(db, "root")
+    read = db.append_message("root", "user", "read by the compacting process", payload=[{"type": "text", "text": "a"}])
+    own = db.append_message("root", "assistant", "its own", payload=[{"type": "text", "text": "b"}])
+    other = db.append_message("root", "user", "from another window", payload=[{"type": "text", "text": "c"}],
+                              display={"prompt": [], "steer": True})
+    db.append_message("root", "assistant", "shown only: a slash command's reply")  # no payload: not history
+    card = NewMessage("tool", "Context: about 9 → 3 tokens.", tool_call_id="compact-1", tool_name="compact",
+                      display={"title": "Compacting conversation"})
+    kept = NewMessage("user", "", payload=[{"type": "text", "text": "summary"}], display={"carried": True})
+    rows = db.continue_segment("root", "next", system_prompt="rebuilt", messages=[card, kept], read_up_to=read,
+                               own=[own])
+    assert rows is not None
+    assert [(r.role, r.payload, r.display.get("carried")) for r in rows] == [
+        ("tool", None, None),
+        ("user", [{"type": "text", "text": "summary"}], True),
+        ("user", [{"type": "text", "text": "c"}], True),  # another window's, carried and still a steer
+    ]
+    assert rows[-1].display["steer"] is True and rows[-1].content == ""  # searched once, in the old segment
+    assert [s.id for s in db.segments("root")] == ["root", "next"]
+    record = db.get_session("next")
+    assert record is not None and record.system_prompt == "rebuilt" and record.message_count == 3
+    assert [m.id for m in db.messages("root")][2] == other  # the old segment keeps its rows, now ended
+    assert_indexes_consistent(db_path)
+
+    # Compacted again from the old segment (another process that read it before): nothing changes.
+    assert db.continue_segment("root", "second", system_prompt="x", messages=[card], read_up_to=0, own=[]) is None
+    assert db.get_session("second") is None and [s.id for s in db.segments("root")] == ["root", "next"]
+
+
+def test_a_message_for_a_compacted_segment_goes_to_its_continuation(db: SessionDB) -> None:
+    new_session(db, "root")
+    before = db.append_message("root", "user", "before")
+    db.continue_segment("root", "next", system_prompt="p", messages=[], read_up_to=0, own=[])
+    db.continue_segment("next", "last", system_prompt="p", messages=[], read_up_to=0, own=[])
+    late = db.append_message("root", "assistant", "from a process still on the first segment")
+    assert [m.id for m in db.messages("last")][-1] == late
+    assert [m.content for m in db.messages("root")] == ["before"]
+    news = db.segment_news("root", 0)
+    assert news is not None and news.ended and news.message_ids == [before]
+    tail = db.segment_news("last", 0)
+    assert tail is not None and not tail.ended and tail.message_ids[-1] == late
+    assert db.segment_news("gone", 0) is None

@@ -485,7 +485,7 @@ def test_apply_refuses_when_a_file_changed_after_prepare(root: Path, store: Skil
 def test_delete_removes_the_whole_folder_and_leaves_nothing_behind(root: Path, store: SkillStore) -> None:
     store.create("deploy", skill_md("deploy"), category="ops")
     store.write_file("deploy", "references/a.md", "a")
-    assert store.prepare_delete("deploy").message == "Deleted deploy and its 1 supporting file(s)."
+    assert store.prepare_delete("deploy").message == "Deleted deploy and its 1 supporting file."
     store.delete("deploy")
     assert list((root / "ops").iterdir()) == []
     assert names(store) == []

@@ -174,6 +174,65 @@ async def test_rejections_and_cancellation_refuse(setup: Setup) -> None:
         assert len(asker(gate).questions) == 2
 
 
+async def test_a_refusal_tells_the_model_what_to_do_and_the_user_what_happened(setup: Setup) -> None:
+    """The model's text carries instructions for it; the user's (``shown``) never does."""
+    cases = [
+        (setup.gate("default", "reject_once"), "Not done: you rejected it."),
+        (setup.gate("default", "cancelled"), "Not done: the permission question was cancelled."),
+        (setup.gate("plan"), "Not done: the session is in plan mode, which is read-only (switch modes to make "
+                             "changes)."),
+    ]
+    for gate, shown in cases:
+        with pytest.raises(PermissionDenied) as refused:
+            await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "a", "x", "y")])
+        assert refused.value.shown == shown and str(refused.value) != shown
+    rejecting = setup.gate("default", "reject_always")
+    with pytest.raises(PermissionDenied):
+        await gate_edit(setup, rejecting)
+    with pytest.raises(PermissionDenied) as later:  # refused by the remembered answer, unasked
+        await gate_edit(setup, rejecting)
+    assert "Do not retry" in str(later.value)
+    assert later.value.shown == "Not done: you rejected all edits for this session."
+
+
+async def gate_edit(setup: Setup, gate: PermissionGate) -> None:
+    await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "a", "x", "y")])
+
+
+def test_a_question_with_two_options_of_one_kind_cannot_be_made() -> None:
+    """A client may show options by their kind alone: two "allow once" would look alike there."""
+    from acp_hermes.permissions.gate import PermissionOption
+
+    PermissionQuestion("c", "t", "edit", (), (PermissionOption("allow_once", "Allow"),
+                                              PermissionOption("reject_once", "Reject")))
+    with pytest.raises(ValueError, match="more than one option of kind allow_once"):
+        PermissionQuestion("c", "t", "edit", (), (PermissionOption("allow_once", "Restore"),
+                                                  PermissionOption("allow_once", "Restore all"),
+                                                  PermissionOption("reject_once", "Reject")))
+
+
+@pytest.mark.parametrize(("answer", "shown"), [
+    ("allow_once", None),
+    ("reject_once", "Nothing was restored: you chose to keep things as they are."),
+    ("cancelled", "Nothing was restored: the question was cancelled."),
+])
+async def test_a_restore_asks_one_question_restore_or_keep(setup: Setup, answer: str, shown: str | None) -> None:
+    gate = setup.gate("default", answer)
+    changes = [FileChange(setup.workspace / "a", None, None)]
+    if shown is None:
+        await gate.authorize_restore(setup.context(gate), changes, "Restore 1 file", (TextDisplay("diff"),))
+    else:
+        with pytest.raises(PermissionDenied) as refused:
+            await gate.authorize_restore(setup.context(gate), changes, "Restore 1 file", (TextDisplay("diff"),))
+        assert refused.value.shown == shown
+    [question] = asker(gate).questions
+    assert [(o.option_id, o.label) for o in question.options] == [
+        ("allow_once", "Restore 1 file"), ("reject_once", "Keep things as they are")]
+    requested = setup.gate("default", "reject_once")  # the client asked for this restore: no question
+    await requested.authorize_restore(setup.context(requested), changes, "Restore 1 file", (), requested=True)
+    assert asker(requested).questions == []
+
+
 async def test_always_allowing_edits_covers_the_workspace_for_this_session_only(setup: Setup) -> None:
     gate = setup.gate("default", "allow_always", "allow_once")
     assert await attempt(setup, gate, "edit:WS/a.py") == "asked"

@@ -91,6 +91,14 @@ async def test_no_answer_is_a_failed_call_that_says_why(tmp_path: Path, answer: 
     assert (result.ok, result.text, result.ends_turn) == (False, told, None)
 
 
+@pytest.mark.parametrize(("answer", "shown"), [
+    (Answer("declined"), "You declined to answer."), (Answer("dismissed"), "Closed without an answer.")])
+async def test_the_user_reads_what_happened_not_the_models_instructions(
+        tmp_path: Path, answer: Answer, shown: str) -> None:
+    result = await ask(context(tmp_path, FormEditor(answer)), question="Rename the package?")
+    assert result.display == (TextDisplay(f"**Rename the package?**\n\n{shown}"),)
+
+
 async def test_a_form_left_unanswered_times_out_into_the_chat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clarify_module, "ANSWER_TIMEOUT_SECONDS", 0.05)
     editor = FormEditor(hold=True)

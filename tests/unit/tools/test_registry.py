@@ -56,6 +56,15 @@ async def test_failures_become_error_results(error: Exception, expected: str, tm
     assert not result.ok and result.text.startswith(expected)
 
 
+async def test_a_refusal_tells_the_model_its_message_and_shows_the_user_theirs(tmp_path: Path) -> None:
+    result = await dispatch(tool(raising(PermissionDenied("Declined. Do not retry it.", "Not done: you rejected it."))),
+                            tmp_path)
+    assert not result.ok and result.text == "Declined. Do not retry it."
+    assert result.display == (TextDisplay("Not done: you rejected it.", ""),)
+    plain = await dispatch(tool(raising(PermissionDenied("Not allowed here."))), tmp_path)  # one text for both
+    assert plain.display == (TextDisplay("Not allowed here.", ""),)
+
+
 async def test_unknown_tools_and_bad_arguments_are_explained(tmp_path: Path) -> None:
     probe = tool(lambda args: ToolResult("fine"))
     ctx = make_context(tmp_path)
