@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import RawAgent, raw_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of
 
@@ -274,6 +277,26 @@ async def test_a_prompt_long_after_session_new_is_read_where_the_reception_left_
         done = await _answers(agent, [2])
         assert Served(agent, created).before_the_sdk(0)
     assert agent.messages[done[0]]["result"]["stopReason"] == "end_turn"
+
+
+@pytest.mark.anyio
+async def test_sigterm_before_the_sdk_loaded_still_stores_the_session_it_announced(tmp_path: Path) -> None:
+    """A signal ends the server as a closed stdin does: a session the client was told of is stored."""
+    workspace, home = tmp_path / "workspace", tmp_path / "hermes-home"
+    async with raw_agent(tmp_path, None, env={**TRACED_QUIETLY, **API_KEY}, home=home) as agent:
+        await agent.write(_one_write(INITIALIZE, _request(1, "session/new", {"cwd": str(workspace),
+                                                                              "mcpServers": []})))
+        created = await _answers(agent, [1])
+        agent.process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(60):
+            status = await agent.process.wait()
+        assert Served(agent, created).before_the_sdk(0)
+    assert status == 128 + signal.SIGTERM
+    with SessionDB(home / "acp-hermes" / "state.db") as db:
+        assert db.get_session(agent.messages[created[0]]["result"]["sessionId"]) is not None
+    stderr = agent.stderr_path.read_text(encoding="utf-8", errors="replace")
+    for noise in ("Traceback", "Exception ignored", "Task was destroyed", "never retrieved"):
+        assert noise not in stderr, stderr
 
 
 def _config_error(home: Path) -> None:
