@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -35,10 +36,14 @@ from acp_hermes.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-# The SDK loads once the reception has nothing to do: a message it does not answer, session/new
-# answered, the end of input, or no message for this long. Loading holds the GIL, so beginning it
-# while a request is being answered would only slow the answer down.
+# The SDK loads once the reception has nothing to do: a message it does not answer, the end of
+# input, or no message for this long. Loading holds the GIL, so beginning it while a request is
+# being answered would only slow the answer down.
 IDLE_SECONDS = 0.01
+# While the SDK loads, a request the reception answers waits for the GIL each time it takes it back
+# (after each read or write): at most this long, instead of Python's default 5 ms (measured with a
+# session/new sent 40 ms after initialize: median 20 ms at 5 ms, 16 at 1 ms, 8 at 0.2 ms).
+SWITCH_SECONDS = 0.00025
 PROTOCOL_VERSIONS = range(0, 65536)  # InitializeRequest.protocolVersion: ge=0, le=65535
 
 Reading = asyncio.Future[dict[str, Any] | None]
@@ -211,6 +216,8 @@ async def serve_stdio(runtime: Runtime, config_error: str | None, protocol_fd: i
     reader, writer = await open_streams(protocol_fd, limit)
     transport = StdioTransport(reader, writer)
     reception = Reception(transport, runtime, config_error)
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(min(switching, SWITCH_SECONDS))
     try:
         first = await reception.run(loader.done, loader.start)
         loader.start()
@@ -222,6 +229,8 @@ async def serve_stdio(runtime: Runtime, config_error: str | None, protocol_fd: i
             agent = server.HermesAgent(runtime, config_error)
             await server.serve(agent, transport, reception.answered, listen=False)
         raise
+    finally:
+        sys.setswitchinterval(switching)
     transport.hand_back(first)
     await server.serve(server.HermesAgent(runtime, config_error), transport, reception.answered)
 
