@@ -61,6 +61,7 @@ class _Sink:
         return None
 
 
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the SDK salvaging odd capabilities
 @pytest.mark.anyio
 async def test_every_initialize_the_reception_answers_is_answered_alike_by_the_handlers(tmp_path: Path) -> None:
     agent = HermesAgent(Runtime(Settings(), Paths(tmp_path)))

@@ -93,6 +93,7 @@ print(json.dumps({"lean": lean, "validations": validations()}))
 """
 
 
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")  # the SDK salvaging odd capabilities
 def test_the_schema_imported_lean_validates_as_it_comes() -> None:
     """``sdk.import_schema_lean`` leaves the field descriptions out and builds each model on first use:
     every model the agent validates accepts and refuses the same params, with the same errors."""
