@@ -47,6 +47,7 @@ SWITCH_SECONDS = 0.00025
 PROTOCOL_VERSIONS = range(0, 65536)  # InitializeRequest.protocolVersion: ge=0, le=65535
 
 Reading = asyncio.Future[dict[str, Any] | None]
+Loading = asyncio.Future[ModuleType]
 
 
 def _plain_keys(params: dict[str, Any]) -> bool:
@@ -113,7 +114,7 @@ class Reception:
         self._config_error = config_error
         self.answered: list[Answered] = []
 
-    async def run(self, loading: Future[ModuleType], load: Callable[[], None]) -> dict[str, Any] | Reading | None:
+    async def run(self, loading: Loading, load: Callable[[], None]) -> dict[str, Any] | Reading | None:
         """Answer what it can until ``loading`` is done; ``load`` begins it when there is nothing
         to do. Returns where the SDK goes on: the message not answered, the read under way, or None."""
         while not loading.done():
@@ -121,8 +122,8 @@ class Reception:
             await asyncio.wait({reading}, timeout=IDLE_SECONDS)
             if not reading.done():
                 load()
-                waits: set[asyncio.Future[Any]] = {reading, asyncio.wrap_future(loading)}
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                either: set[asyncio.Future[Any]] = {reading, loading}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 if not reading.done():
                     return reading
             message = reading.result()
@@ -172,9 +173,12 @@ class Reception:
         if opening is None:
             return None
         # Begun on threads at start-up: state.db must open (else the handler gives the error), and
-        # whether bypass is offered depends on the sandbox. Waited for without blocking the loop.
-        await asyncio.wait({asyncio.wrap_future(started) for started in (opening, probing) if started is not None})
-        if opening.exception() is not None:
+        # whether bypass is offered depends on the sandbox. Waited for without blocking the loop (and
+        # with asyncio.wait, whose cancelling cancels neither).
+        waiting = [asyncio.wrap_future(started) for started in (opening, probing) if started is not None]
+        await asyncio.wait(waiting)
+        failures = [done.exception() for done in waiting]  # each retrieved: the handler says why
+        if failures[0] is not None:  # state.db (a failed probe is tried again where it is needed)
             return None
         session_id, choices = str(uuid.uuid4()), new_session_choices(self._runtime)
         return Answered("session/new", params, new_session_result(session_id, choices, settings), (session_id, choices))
@@ -194,6 +198,7 @@ class _Loader:
             threading.Thread(target=self._load, name="ACP SDK import", daemon=True).start()
 
     def _load(self) -> None:
+        self.done.set_running_or_notify_cancel()  # from now on nothing cancels it
         try:
             from acp_hermes.adapter.sdk import import_schema_lean
 
@@ -213,19 +218,22 @@ async def serve_stdio(runtime: Runtime, config_error: str | None, protocol_fd: i
     """Serve ACP on stdin and ``protocol_fd`` until stdin closes. ``loaded`` runs on the loading
     thread once the SDK and the handlers are imported."""
     loader = _Loader(loaded)
+    loading = asyncio.wrap_future(loader.done)
     reader, writer = await open_streams(protocol_fd, limit)
     transport = StdioTransport(reader, writer)
     reception = Reception(transport, runtime, config_error)
     switching = sys.getswitchinterval()
     sys.setswitchinterval(min(switching, SWITCH_SECONDS))
     try:
-        first = await reception.run(loader.done, loader.start)
+        first = await reception.run(loading, loader.start)
         loader.start()
-        server = await asyncio.wrap_future(loader.done)
+        await asyncio.wait({loading})  # not ``await loading``: a cancel would cancel the loading
+        server = loading.result()
     except asyncio.CancelledError:  # stopped by a signal: a session already announced is still stored
         if reception.answered:
             loader.start()
-            server = await asyncio.wrap_future(loader.done)
+            await asyncio.wait({loading})
+            server = loading.result()
             agent = server.HermesAgent(runtime, config_error)
             await server.serve(agent, transport, reception.answered, listen=False)
         raise
