@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AUTH_METHOD_KEY", "HermesAgent", "serve"]
 SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
 SKILLS_POLL_SECONDS = 3.0  # how soon an idle session's / menu shows a skill changed elsewhere
 FOLLOWS_THE_PARENT = "its mode, model and thinking follow its parent's; change them there"
