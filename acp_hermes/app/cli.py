@@ -61,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
-    demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
-    demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="run a prompt through the server the way an editor does, then chat",
+        description="Run a prompt through the server the way an editor does, then keep talking in the same session: "
+        "type prompts and slash commands (/help, /rollback, /budget; /steer and /queue while a turn runs); Ctrl-C "
+        "cancels a running turn, Ctrl-D quits. With input from a pipe, its lines are sent one at a time and the "
+        "demo ends with them.")
+    demo.add_argument("prompt", nargs="?", help="the first prompt (a default demo task when omitted)")
+    demo.add_argument("--once", action="store_true", help="run the one prompt and exit: no chat after it")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
     demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
     demo.add_argument("--offline", action="store_true",
@@ -184,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
-                    log_level=args.log_level)
+                    log_level=args.log_level, once=args.once)
 
 
 def _log_for_command(level: str | None, *, console: bool) -> None:

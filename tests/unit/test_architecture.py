@@ -227,7 +227,8 @@ _ALLOWED = {
     "acp_hermes_tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
     # the temp directories of this process (and of dead ones: os.kill(pid, 0) asks whether one lives)
     "acp_hermes_tools.temp_dirs": {"shutil.rmtree", "os.kill"},
-    "acp_hermes_tools.mcp.launcher": {"os.killpg"},  # a script of its own process: ends its own group
+    "acp_hermes_tools.launcher": {"os.killpg", "os.kill"},  # a script of its own process: ends its own group, or itself
+    "acp_hermes_tools.process_trees": {"os.killpg", "os.kill"},  # stopping a group and what it started outside it
     # checkpoints: the store runs its own git and keeps its own files; a restore (which the user asked
     # for) writes and deletes workspace files, by directory descriptor and never through a symlink
     "acp_hermes_tools.checkpoints.git": {"subprocess.run", "subprocess.Popen"},
