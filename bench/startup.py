@@ -3,6 +3,7 @@
     .venv/bin/python bench/startup.py                 # 15 runs of each, side by side
     .venv/bin/python bench/startup.py --runs 30
     .venv/bin/python bench/startup.py --importtime    # what is imported before each response
+    .venv/bin/python bench/startup.py --baseline "/path/to/main/.venv/bin/acp-hermes"   # before/after, paired
 
 Each run spawns the server the way an editor does: the ``acp-hermes`` console script of the
 venv, stdin/stdout pipes, NDJSON, a fresh HERMES_HOME with an API key in the environment (so
@@ -21,7 +22,9 @@ the first sent the moment ``session/new`` has answered: its time to the first st
 includes finishing the background imports (the ACP SDK, then the model SDK), and the CPU the agent
 used from the ``session/new`` answer to that chunk, and from spawn to it, is read too: the
 threads share one GIL, so that is what the wait is made of; the second prompt shows the steady
-state. ``--server`` runs all this against another build (another checkout).
+state. ``--server`` runs all this against another build (another checkout); ``--baseline`` adds
+another build's starts, alternating with these, and prints this build's figures as ratios to its,
+each run against the baseline's run beside it (the steadiest comparison on a busy machine).
 
 Targets: spawn → session/new ≤ 150 ms (median); peak RSS ≤ 1.5 × floor; first prompt → first
 chunk ≤ 600 ms (median).
@@ -426,6 +429,30 @@ def report(floor: list[StartRun], hermes: list[StartRun], loaded: list[StartRun]
     return all(checks)
 
 
+BASELINE_FIGURES: tuple[tuple[str, Callable[[StartRun], float | None]], ...] = (
+    ("spawn → session/new", lambda r: r.new_session_ms),
+    ("  CPU by then, all threads", lambda r: r.new_session_cpu_ms),
+    ("  CPU by then, main thread", lambda r: r.new_session_main_cpu_ms),
+    ("first prompt → first chunk", lambda r: r.first_chunk_ms),
+    ("  CPU from session/new", lambda r: r.first_chunk_cpu_ms),
+    ("  CPU from spawn", lambda r: r.first_chunk_total_cpu_ms),
+    ("second prompt → first chunk", lambda r: r.next_chunk_ms),
+    ("peak RSS after the prompts", lambda r: r.settled_rss_kb),
+)
+
+
+def report_against(baseline: list[StartRun], hermes: list[StartRun], command: str) -> None:
+    """This build's figures against another's started alternately with it: medians and paired ratios."""
+    print(f"\nagainst the baseline ({command}), {len(hermes)} starts each, alternating:")
+    print(f"{'':34}{'baseline':>22}{'this build':>22}{'paired':>8}")
+    for label, pick in BASELINE_FIGURES:
+        pairs = [(b, h) for run_b, run_h in zip(baseline, hermes, strict=True)
+                 if (b := pick(run_b)) is not None and (h := pick(run_h)) is not None]
+        before, after = statistics.median(b for b, _ in pairs), statistics.median(h for _, h in pairs)
+        ratio = statistics.median(h / b for b, h in pairs)
+        print(f"{label:34}{before:>22.1f}{after:>22.1f}{ratio:>8.2f}")
+
+
 # ----------------------------------------------------------------------------------------------------
 # -X importtime: what each response waits for
 
@@ -502,8 +529,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--agents-md", action="store_true",
                         help="put a 5 KB AGENTS.md in each workspace (session/new then loads and scans it)")
     add_server_option(parser)
+    parser.add_argument("--baseline", help="another build's command (e.g. main's checkout): its starts alternate "
+                        "with these, and the figures are compared run by run")
     args = parser.parse_args(argv)
     server = tuple(shlex.split(args.server))
+    baseline_command = tuple(shlex.split(args.baseline)) if args.baseline else None
     if args.importtime:
         run_importtime(server, args.top)
         return 0
@@ -512,16 +542,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ScriptedModelServer(scripted_reply) as model:
         cold_start(FLOOR_COMMAND)  # one unmeasured start of each: page cache and .pyc files
         cold_start(server, model_url=model.base_url, agents_md=args.agents_md)
+        if baseline_command is not None:
+            cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md)
         floor: list[StartRun] = []
         hermes: list[StartRun] = []
         loaded: list[StartRun] = []
+        baseline: list[StartRun] = []
         for number in range(args.runs):
             floor.append(cold_start(FLOOR_COMMAND))
+            if baseline_command is not None and number % 2:  # each goes first in every other run
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md))
             hermes.append(cold_start(server, model_url=model.base_url, agents_md=args.agents_md))
+            if baseline_command is not None and not number % 2:
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md))
             loaded.append(cold_start(server, agents_md=args.agents_md, loaded_probe=True))
             print(f"\rrun {number + 1}/{args.runs}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    return 0 if report(floor, hermes, loaded) else 1
+    met = report(floor, hermes, loaded)
+    if baseline_command is not None:
+        report_against(baseline, hermes, shlex.join(baseline_command))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
