@@ -430,14 +430,14 @@ def report(floor: list[StartRun], hermes: list[StartRun], loaded: list[StartRun]
 
 
 BASELINE_FIGURES: tuple[tuple[str, Callable[[StartRun], float | None]], ...] = (
-    ("spawn → session/new", lambda r: r.new_session_ms),
-    ("  CPU by then, all threads", lambda r: r.new_session_cpu_ms),
-    ("  CPU by then, main thread", lambda r: r.new_session_main_cpu_ms),
-    ("first prompt → first chunk", lambda r: r.first_chunk_ms),
-    ("  CPU from session/new", lambda r: r.first_chunk_cpu_ms),
-    ("  CPU from spawn", lambda r: r.first_chunk_total_cpu_ms),
-    ("second prompt → first chunk", lambda r: r.next_chunk_ms),
-    ("peak RSS after the prompts", lambda r: r.settled_rss_kb),
+    ("spawn → session/new (ms)", lambda r: r.new_session_ms),
+    ("  CPU by then, all threads (ms)", lambda r: r.new_session_cpu_ms),
+    ("  CPU by then, main thread (ms)", lambda r: r.new_session_main_cpu_ms),
+    ("first prompt → first chunk (ms)", lambda r: r.first_chunk_ms),
+    ("  CPU from session/new (ms)", lambda r: r.first_chunk_cpu_ms),
+    ("  CPU from spawn (ms)", lambda r: r.first_chunk_total_cpu_ms),
+    ("second prompt → first chunk (ms)", lambda r: r.next_chunk_ms),
+    ("peak RSS after the prompts (MB)", lambda r: None if r.settled_rss_kb is None else r.settled_rss_kb / 1024),
 )
 
 
