@@ -225,7 +225,7 @@ def serve(log_level: str | None) -> int:
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, home_problem, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -248,15 +248,19 @@ def serve(log_level: str | None) -> int:
 
     import asyncio
 
-    from acp_hermes.adapter.server import HermesAgent, serve_stdio
+    from acp_hermes.adapter.reception import serve_stdio
+    from acp_hermes.core.runtime import Runtime
 
-    gc.freeze()  # later collections need not walk all that again
-    gc.enable()
-    agent = HermesAgent(paths, settings, problem, db_opening, sandbox_probe)
+    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+        gc.freeze()  # later collections need not walk all that again
+        gc.enable()
+
+    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        signalled = asyncio.run(_serve_until_signalled(serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
+        serving = serve_stdio(runtime, problem, protocol_fd, STDIO_LIMIT, loaded)
+        signalled = asyncio.run(_serve_until_signalled(serving))
     except KeyboardInterrupt:
         return 130
     if signalled is not None:
