@@ -8,7 +8,6 @@ new text before anything is written.
 
 from __future__ import annotations
 
-import codecs
 import mimetypes
 import os
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any, Literal
 
 import anyio
 
-from acp_hermes_memory.text import one_line
+from acp_hermes_memory.text import SNIFF_BYTES, looks_binary, one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from acp_hermes_tools.diffs import (
@@ -41,7 +40,6 @@ MAX_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = MAX_RESULT_CHARS - 4_000  # stay under the registry's cap, which would cut mid-file
 STREAM_READ_BYTES = 16 * 1024 * 1024  # bigger files are paged straight from disk
-_SNIFF_BYTES = 8192
 _TITLE_PATTERN_CHARS = 60
 
 LANGUAGES = {
@@ -102,21 +100,8 @@ def _inspect(path: Path) -> _OnDisk:
     if not path.is_file():
         return _OnDisk("other")
     with path.open("rb") as handle:
-        sample = handle.read(_SNIFF_BYTES)
+        sample = handle.read(SNIFF_BYTES)
     return _OnDisk("file", path.stat().st_size, sample)
-
-
-def _looks_binary(sample: bytes) -> bool:
-    """NUL bytes, or mostly undecodable bytes and control characters, mean not text."""
-    if not sample:
-        return False
-    if b"\0" in sample:
-        return True
-    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(sample, final=False)
-    if not text:
-        return False
-    odd = sum(1 for char in text if char == "\ufffd" or (char < " " and char not in "\n\r\t\f\b\x1b"))
-    return odd / len(text) > 0.1
 
 
 def _binary_kind(path: Path, sample: bytes) -> str:
@@ -265,7 +250,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     shown = display_path(path, ctx.cwd)
     found = await anyio.to_thread.run_sync(_inspect, path)
     await _require_file(found, path, ctx)
-    if _looks_binary(found.sample):
+    if looks_binary(found.sample):
         raise ToolError(
             f"{shown} is a binary file ({_binary_kind(path, found.sample)}, {_human_size(found.size)}); "
             "read_file only shows text."
