@@ -29,6 +29,7 @@ from acp_hermes_tools.contracts import (
     Display,
     EditorRefused,
     Location,
+    MemoryWritten,
     PermissionDenied,
     TextDisplay,
     ToolCallUpdated,
@@ -75,6 +76,8 @@ class ToolResult:
 
     ``ends_turn`` hands the turn to the user: the agent says that text (a question they answer in
     their next prompt) and stops after this round of calls, without asking the model again.
+    ``effects`` are what the call changed that others hear of (the session passes them on to the
+    external memory provider).
     """
 
     text: str
@@ -83,6 +86,7 @@ class ToolResult:
     locations: tuple[Location, ...] | None = None
     raw_output: Any = None
     ends_turn: str | None = None
+    effects: tuple[MemoryWritten, ...] = ()
 
 
 class ToolError(Exception):

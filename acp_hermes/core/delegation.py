@@ -31,6 +31,7 @@ from acp_hermes.core.events import (
     ChildEvent,
     ChildStarted,
     Event,
+    TaskDelegated,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -309,7 +310,7 @@ class Delegation:
         self._states[index] = outcome.status
         await parent.emit(ChildEnded(child_id, outcome.stop_reason, outcome.usage,
                                      outcome.detail if outcome.status == "failed" else None))
-        parent.memory_hook("on_delegation", task.goal, outcome.answer, child_session_id=child_id)
+        parent.publish(TaskDelegated(task.goal, outcome.answer, child_id))
         await self._show()
         return outcome
 
