@@ -32,7 +32,7 @@ from acp_hermes_tools.diffs import (
     split_lines,
 )
 from acp_hermes_tools.paths import resolve_path
-from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Guidance, Presentation, Tool, ToolError, ToolResult
 from acp_hermes_tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
 
 DEFAULT_READ_LIMIT = 500
@@ -624,9 +624,21 @@ def present_search(args: dict[str, Any], scope: ToolScope) -> Presentation:
     return Presentation(title, locations)
 
 
+READ_FILE, WRITE_FILE, PATCH, SEARCH_FILES = "read_file", "write_file", "patch", "search_files"
+
+
+def _patch_guidance(present: frozenset[str]) -> str:
+    rewrite = f" Use `{WRITE_FILE}` only for new files or full rewrites." if WRITE_FILE in present else ""
+    return f"Prefer `{PATCH}` for small, targeted edits.{rewrite}"
+
+
+def _write_guidance(present: frozenset[str]) -> str | None:
+    return None if PATCH in present else f"Use `{WRITE_FILE}` to create or rewrite files."  # else patch's says it
+
+
 FILE_TOOLS: list[Tool] = [
     Tool(
-        name="read_file",
+        name=READ_FILE,
         description=READ_FILE_DESCRIPTION,
         schema=READ_FILE_SCHEMA,
         handler=read_file,
@@ -634,27 +646,33 @@ FILE_TOOLS: list[Tool] = [
         access=Access.READ,
         parallel_safe=True,
         present=present_read,
+        guidance=Guidance(10, f"Read a file with `{READ_FILE}` before you edit it; never edit from memory."),
+        toolsets=("file",),
     ),
     Tool(
-        name="write_file",
+        name=WRITE_FILE,
         description=WRITE_FILE_DESCRIPTION,
         schema=WRITE_FILE_SCHEMA,
         handler=write_file,
         kind="edit",
         access=Access.EDIT,
         present=present_write,
+        guidance=Guidance(30, _write_guidance, previewed=True),
+        toolsets=("file",),
     ),
     Tool(
-        name="patch",
+        name=PATCH,
         description=PATCH_DESCRIPTION,
         schema=PATCH_SCHEMA,
         handler=patch,
         kind="edit",
         access=Access.EDIT,
         present=present_patch,
+        guidance=Guidance(30, _patch_guidance, previewed=True),
+        toolsets=("file",),
     ),
     Tool(
-        name="search_files",
+        name=SEARCH_FILES,
         description=SEARCH_FILES_DESCRIPTION,
         schema=SEARCH_FILES_SCHEMA,
         handler=search_files,
@@ -662,5 +680,7 @@ FILE_TOOLS: list[Tool] = [
         access=Access.READ,
         parallel_safe=True,
         present=present_search,
+        guidance=Guidance(20, f"Find code with `{SEARCH_FILES}` instead of guessing paths or names."),
+        toolsets=("search",),
     ),
 ]

@@ -25,7 +25,7 @@ from acp_hermes_memory.store import (
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, MemoryWritten
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 _TITLE_CHARS = 60
 
@@ -162,4 +162,16 @@ MEMORY_TOOL = Tool(
     parallel_safe=False,
     present=_present,
     trusted_output=True,
+    guidance=Guidance(70, section=(
+        "# Memory\n"
+        "Your `memory` tool persists notes across sessions; they are injected into *future* sessions, "
+        "not this one. Save durable facts about projects, environment, conventions and lessons "
+        "learned to memory; save who the user is (name, role, preferences, style) to the user "
+        "profile. Keep entries short and factual; skip transient task state and anything the code "
+        "already says; fix or remove entries that turn out wrong."
+    )),
+    delegable=False,  # the parent's memory is the parent's to change
+    reviewed=True,
+    flushed=True,
+    saves="notes",
 )

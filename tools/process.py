@@ -224,4 +224,5 @@ PROCESS_TOOL = Tool(
     access=Access.EXECUTE,
     parallel_safe=False,
     present=present_process,
+    toolsets=("terminal",),
 )

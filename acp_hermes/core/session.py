@@ -307,12 +307,10 @@ class Session:
         return self._mcp_registry[1]
 
     def _tools_of_its_own(self) -> ToolRegistry:
-        from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
-
         tools = self._runtime.registry
         may_delegate = self.settings.delegation.enabled
         if self.subagent is not None:
-            tools, may_delegate = tools.only(self.subagent.tool_names), DELEGATE_TOOL_NAME in self.subagent.tool_names
+            tools, may_delegate = tools.only(self.subagent.tool_names), self.subagent.may_delegate
         if self._provider_tools_added:  # an external memory provider's tools, for the user's own sessions
             tools = tools.extended(self._runtime.memory_providers.tools())
         return tools.extended([self.children_maker.delegate_tool(self)]) if may_delegate else tools
