@@ -280,6 +280,10 @@ class Session:
             self._notify(f"⚠️ MCP server `{connection.name}` {what}: {connection.detail}. "
                          "The session goes on without its tools; `/mcp` shows every server.")
 
+    def tell(self, text: str) -> None:
+        """Tell the user ``text`` now, outside any turn (what the manager says as the session opens)."""
+        self._notify(text)
+
     def _notify(self, text: str) -> None:
         """Tell the user ``text`` now, outside any turn (a server's failure)."""
         import uuid
@@ -393,7 +397,7 @@ class Session:
                     return "end_turn"
                 self.steering.open()  # from now on a steer reaches this turn (its first request, at the latest)
             try:
-                return await self._run(parts)
+                return await self._run(parts, epoch)
             finally:  # the loop closes it as it ends; this is for a turn that broke before its loop ran
                 self._carry_undelivered(self.steering.close())
 
@@ -423,7 +427,7 @@ class Session:
             content = ({"type": "text", "text": STEER_NOTE}, *converted.content)
             return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
 
-    async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
+    async def _run(self, parts: Sequence[PromptPart], epoch: int) -> StopReason:
         # Only turns need these; the adapter warms them up right after session/new.
         from acp_hermes.core.attachments import attached_paths, convert_prompt
         from acp_hermes.core.loop import AgentLoop, TurnControls
@@ -483,6 +487,8 @@ class Session:
             self.checkpoints.begin(converted.plain_text, lambda: self.transcript.last_prompt_row)
         with anyio.CancelScope() as scope:
             self._scope = scope
+            if epoch != self._cancel_epoch or self.closed:  # cancelled (or closed) while the turn was prepared
+                scope.cancel()
             try:
                 stop = (await loop.run_turn(content, converted.plain_text, parts, self._turn_settings())).stop_reason
             finally:
