@@ -116,6 +116,7 @@ class SkillStore:
         self.author = author  # whose changes these are, for the history (see the module docstring)
         self._snapshot: Snapshot | None = None
         self._dirty = False  # set by our own writes: rebuild without waiting for the mtime check
+        self._statuses: tuple[tuple[SkillInfo, ...], dict[str, Usage], tuple[SkillStatus, ...]] | None = None
 
     def with_author(self, author: str) -> SkillStore:
         """This store, its changes recorded as ``author``'s (``review``, ``curator``, ``user``). The
@@ -143,10 +144,15 @@ class SkillStore:
         return self._snapshot.quarantined if self._snapshot is not None else ()
 
     def statuses(self, category: str | None = None) -> tuple[SkillStatus, ...]:
-        """``skills`` with each one's usage and provenance."""
-        records = self.usage.file.records()
-        return tuple(SkillStatus(info, records.get(info.name, NO_USAGE), self._provenance(info, records))
-                     for info in self.skills(category))
+        """``skills`` with each one's usage and provenance (kept while neither the index nor the sidecar
+        changed: both hand back the very same objects then)."""
+        index, records = self._index(), self.usage.file.records()
+        kept = self._statuses
+        if kept is None or kept[0] is not index or kept[1] is not records:
+            built = tuple(SkillStatus(info, records.get(info.name, NO_USAGE), self._provenance(info, records))
+                          for info in index)
+            kept = self._statuses = (index, records, built)
+        return kept[2] if category is None else tuple(s for s in kept[2] if s.info.category == category)
 
     def status(self, info: SkillInfo) -> SkillStatus:
         records = self.usage.file.records()
