@@ -22,6 +22,7 @@ from typing import Any
 
 from acp_hermes_memory.fs import exclusive_lock, lock_path_for, write_text_exactly
 from acp_hermes_memory.scan import scan
+from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class ProjectScanner:
                 with open(path, "rb") as handle:
                     contents.append((rel, handle.read(MAX_BYTES + 1)))
             except OSError as error:
-                return f"{rel} cannot be read ({error.strerror or error})"
+                return f"{one_line(rel, 120)} cannot be read ({error.strerror or error})"
         digest = hashlib.sha256(SCANNER.encode())
         for rel, data in contents:
             digest.update(rel.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
@@ -141,7 +142,7 @@ def _files(skill_dir: str) -> tuple[list[tuple[str, int, int, str]], tuple[tuple
             watched.append((path, found.st_mtime_ns))
             rel = os.path.relpath(path, skill_dir).replace(os.sep, "/")
             if found.st_size > MAX_BYTES:
-                return files, tuple(watched), f"{rel} is over {MAX_BYTES:,} bytes, too large to scan"
+                return files, tuple(watched), f"{one_line(rel, 120)} is over {MAX_BYTES:,} bytes, too large to scan"
             files.append((rel, found.st_size, found.st_mtime_ns, path))
         if len(files) > MAX_FILES:
             return files, tuple(watched), f"it holds more than {MAX_FILES} files, too many to scan"
@@ -156,5 +157,5 @@ def _scanned(contents: list[tuple[str, bytes]]) -> str | None:
         findings = scan(data.decode("utf-8", errors="replace"), "strict")
         if findings:
             ids = ", ".join(dict.fromkeys(finding.pattern_id for finding in findings))
-            return f"{rel} matches the threat scanner ({ids})"
+            return f"{one_line(rel, 120)} matches the threat scanner ({ids})"
     return None

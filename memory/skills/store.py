@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from acp_hermes_memory.fs import (
@@ -97,6 +98,15 @@ def current_platform() -> str:
     return "linux"
 
 
+@dataclass
+class _Shared:
+    """A store's index and what is built on it, shared by the copies ``with_author`` makes."""
+
+    snapshot: Snapshot | None = None
+    dirty: bool = False
+    statuses: tuple[tuple[SkillInfo, ...], dict[str, Usage], tuple[SkillStatus, ...]] | None = None
+
+
 class SkillStore:
     """Skills in ``root`` (writable), in ``external`` folders and a project's ``project`` folders (read-only)."""
 
@@ -114,9 +124,16 @@ class SkillStore:
         self.history = SkillHistory(history) if history is not None else None
         self._scanner = ProjectScanner(scan_cache) if self.project else None
         self.author = author  # whose changes these are, for the history (see the module docstring)
-        self._snapshot: Snapshot | None = None
-        self._dirty = False  # set by our own writes: rebuild without waiting for the mtime check
-        self._statuses: tuple[tuple[SkillInfo, ...], dict[str, Usage], tuple[SkillStatus, ...]] | None = None
+        self._shared = _Shared()  # the index, shared with this store's copies for other authors
+
+    @property
+    def _dirty(self) -> bool:
+        """Set by our own writes (any author's): rebuild without waiting for the mtime check."""
+        return self._shared.dirty
+
+    @_dirty.setter
+    def _dirty(self, dirty: bool) -> None:
+        self._shared.dirty = dirty
 
     def with_author(self, author: str) -> SkillStore:
         """This store, its changes recorded as ``author``'s (``review``, ``curator``, ``user``). The
@@ -134,24 +151,26 @@ class SkillStore:
 
     def unchanged(self) -> bool:
         """Whether the cached index still holds: the check every lookup starts with."""
-        return self._snapshot is not None and not self._dirty and self._snapshot.unchanged()
+        snapshot = self._shared.snapshot
+        return snapshot is not None and not self._dirty and snapshot.unchanged()
 
     def quarantined(self) -> tuple[Quarantined, ...]:
         """Project skills kept out of the index because the threat scanner flagged them (as of the
         last lookup: ``skills`` or ``statuses`` first, for the present)."""
-        if self._snapshot is None:
+        if self._shared.snapshot is None:
             self._index()
-        return self._snapshot.quarantined if self._snapshot is not None else ()
+        snapshot = self._shared.snapshot
+        return snapshot.quarantined if snapshot is not None else ()
 
     def statuses(self, category: str | None = None) -> tuple[SkillStatus, ...]:
         """``skills`` with each one's usage and provenance (kept while neither the index nor the sidecar
         changed: both hand back the very same objects then)."""
         index, records = self._index(), self.usage.file.records()
-        kept = self._statuses
+        kept = self._shared.statuses
         if kept is None or kept[0] is not index or kept[1] is not records:
             built = tuple(SkillStatus(info, records.get(info.name, NO_USAGE), self._provenance(info, records))
                           for info in index)
-            kept = self._statuses = (index, records, built)
+            kept = self._shared.statuses = (index, records, built)
         return kept[2] if category is None else tuple(s for s in kept[2] if s.info.category == category)
 
     def status(self, info: SkillInfo) -> SkillStatus:
@@ -494,20 +513,21 @@ class SkillStore:
     # -- internals
 
     def _index(self) -> tuple[SkillInfo, ...]:
-        snapshot = self._snapshot
+        snapshot = self._shared.snapshot
         if snapshot is None or not self.unchanged():
             self._dirty = False
-            snapshot = self._snapshot = build_index(snapshot, self.root, self.external, self.platform, self.project,
-                                                    self._scanner)
+            snapshot = self._shared.snapshot = build_index(snapshot, self.root, self.external, self.platform,
+                                                           self.project, self._scanner)
         return snapshot.skills
 
     @staticmethod
     def _provenance(info: SkillInfo, records: dict[str, Usage] | None) -> str:
-        """agent, user, external or project: what its record says, else what its folder makes it."""
+        """agent, user, external or project: its folder's kind, and for the home folder's skills "agent"
+        only when its record says the agent created it (anything else there is the user's)."""
         if info.origin != "home":
             return info.origin
         found = records.get(info.name) if records is not None else None
-        return found.created_by if found is not None and found.created_by else "user"
+        return "agent" if found is not None and found.created_by == "agent" else "user"
 
     def _created_by_agent(self, name: str) -> bool:
         """Whether the history's first change to ``name`` was the agent's creating it."""
