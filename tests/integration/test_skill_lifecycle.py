@@ -213,30 +213,39 @@ async def test_a_sessions_rollback_of_a_turn_that_changed_a_skill_puts_the_skill
     put(home / "skills", "rotate-logs/SKILL.md", skill_md("rotate-logs", "Rotate the logs.", "Run logrotate."))
     fake_anthropic.script(
         tool_reply("write_file", {"path": "notes.txt", "content": "new\n"}, id="toolu_w"),
-        manage("toolu_patch", action="patch", name="rotate-logs", old_string="Run logrotate.",
+        manage("toolu_p1", action="patch", name="rotate-logs", old_string="Run logrotate.",
                new_string="Run logrotate twice."),
         text_reply("Done."),
+        manage("toolu_p2", action="patch", name="rotate-logs", old_string="twice", new_string="three times"),
+        text_reply("Done again."),
     )
     fake_anthropic.script_auxiliary(text_reply("Logs"))
     client = EditorClient(policy=choose("allow_once"))
+    skill = home / "skills" / "rotate-logs" / "SKILL.md"
     async with running_agent(tmp_path, fake_anthropic, home=home, client=client) as agent:
         sid = await agent.new_session()
         assert await agent.prompt(sid, "write notes and fix the skill") == "end_turn"
+        assert await agent.prompt(sid, "only the skill this time") == "end_turn"  # a turn that changes no file
         assert await agent.prompt(sid, "/rollback") == "end_turn"
-        assert "skill rotate-logs" in agent.agent_text(sid)
+        listing = agent.agent_text(sid)
+        assert "2. " in listing and "only the skill this time” · changed since: `skill rotate-logs`" in listing
+        assert await agent.prompt(sid, "/rollback 2") == "end_turn"
+        assert "Run logrotate twice." in skill.read_text() and (agent.workspace / "notes.txt").exists()
         assert await agent.prompt(sid, "/rollback 1") == "end_turn"
         reply = agent.agent_text(sid)
-    skill = home / "skills" / "rotate-logs" / "SKILL.md"
     assert "Run logrotate.\n" in skill.read_text() and "twice" not in skill.read_text()
     assert not (agent.workspace / "notes.txt").exists()
-    [question] = [q for q in client.permission_requests if q["toolCall"]["title"].startswith("Roll back")]
-    assert [o["name"] for o in question["options"]] == ["Restore 1 file and 1 skill file", "Keep things as they are"]
-    diffs = {Path(c["path"]).name: c for c in question["toolCall"]["content"] if c["type"] == "diff"}
-    assert "twice" in diffs["SKILL.md"]["oldText"] and "twice" not in diffs["SKILL.md"]["newText"]
+    questions = [q for q in client.permission_requests if q["toolCall"]["title"].startswith("Roll back")]
+    assert [[o["name"] for o in q["options"]] for q in questions] == [
+        ["Restore 1 skill file", "Keep things as they are"],
+        ["Restore 1 file and 1 skill file", "Keep things as they are"]]
+    diffs = {Path(c["path"]).name: c for c in questions[1]["toolCall"]["content"] if c["type"] == "diff"}
+    assert "twice" in diffs["SKILL.md"]["oldText"] and "Run logrotate.\n" in diffs["SKILL.md"]["newText"]
+    assert diffs["notes.txt"]["newText"] == ""
     assert "Restored 1 skill to checkpoint 1: `rotate-logs`." in reply
     history = json.loads(run_cli("skills", "history", "rotate-logs", "--json", home=home).stdout)
-    assert [(h["action"], h["by"], h["session"]) for h in history] == [("patch", "agent", sid),
-                                                                       ("rollback", "user", sid)]
+    assert [(h["action"], h["by"], h["session"]) for h in history] == [
+        ("patch", "agent", sid), ("patch", "agent", sid), ("rollback", "user", sid), ("rollback", "user", sid)]
 
 
 async def test_a_project_skill_edited_to_carry_an_injection_is_quarantined_at_the_next_session(
