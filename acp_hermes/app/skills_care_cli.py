@@ -56,9 +56,9 @@ def run_care(store: SkillStore, args: argparse.Namespace) -> int:
         elif args.action == "prune":
             return _prune(mine, args.days, args.dry_run)
         elif args.action == "history":
-            return _history(mine, args.name, args.json)
+            return _history(mine, args.name.rpartition("/")[2], args.json)
         else:
-            return _rollback(mine, args.name, args.version)
+            return _rollback(mine, args.name.rpartition("/")[2], args.version)
     except SkillError as error:
         print(f"acp-hermes: {error}", file=sys.stderr)
         return 1

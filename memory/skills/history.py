@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_memory.fs import PRIVATE_FILE_MODE, make_private_directories
+from acp_hermes_memory.fs import private_file
 from acp_hermes_memory.skills.clock import iso, parse_iso
 from acp_hermes_memory.values import value
 
@@ -76,8 +76,8 @@ class SkillHistory:
             "skill": skill, "dir": directory, "at": iso(at), "by": by, "session": session, "action": action,
             "files": [{"path": f.path, "old": f.old, "new": f.new} for f in files], "note": note,
         }, ensure_ascii=False) + "\n"
-        make_private_directories(self.path.parent)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE_MODE)
+        private_file(self.path, tighten=False)  # made 0600 whatever the umask; one the user made keeps its mode
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, line.encode("utf-8"))
             os.fsync(fd)
