@@ -142,6 +142,14 @@ def write_usage(root: Path, count: int, seed: int) -> None:
     (root / ".usage.json").write_text(json.dumps(records, indent=2, sort_keys=True), encoding="utf-8")
 
 
+def cold_statuses(root: Path) -> object:
+    """A new store's ``statuses()`` with nothing cached: the sidecar is read and parsed again too (a
+    process's stores share one sidecar reader, which keeps what it parsed while the file is the same)."""
+    store = SkillStore(root, platform="linux")
+    store.usage.file._cached = None
+    return store.statuses()
+
+
 def timed(action: Callable[[], object], runs: int) -> Figures:
     samples = []
     for _ in range(runs):
@@ -216,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         check("hint tracking per tool call", timed(hint_check(Path(temp)), args.runs * 10), 1)
         check("nothing changed check", timed(store.unchanged, args.runs * 10), 5)
         write_usage(root, args.skills, args.seed)
-        check("cold index with usage", timed(lambda: SkillStore(root, platform="linux").statuses(), args.runs), 50)
+        check("cold index with usage", timed(lambda: cold_statuses(root), args.runs), 50)
         assert len(store.statuses()) == args.skills
         check("warm index with usage", timed(store.statuses, args.runs * 10), 5)
         info = store.find("skill-0001")

@@ -208,8 +208,8 @@ def _usage(store: SkillStore, as_json: bool) -> int:
     rows = sorted(records.items(), key=lambda item: (-(item[1].use_count + item[1].view_count), item[0]))
     if as_json:
         print(json.dumps({name: {"use_count": u.use_count, "view_count": u.view_count, "patch_count": u.patch_count,
-                                 "last_used_at": _iso(u.last_used_at), "last_viewed_at": _iso(u.last_viewed_at),
-                                 "last_patched_at": _iso(u.last_patched_at), "created_by": u.created_by,
+                                 "last_used_at": u.last_used_at, "last_viewed_at": u.last_viewed_at,
+                                 "last_patched_at": u.last_patched_at, "created_by": u.created_by,
                                  "state": u.state, "pinned": u.pinned} for name, u in rows}, indent=2))
         return 0
     if not rows:
@@ -223,10 +223,6 @@ def _usage(store: SkillStore, as_json: bool) -> int:
               f"{_day(u.last_use) or 'never':<10}  {u.state:<8}  {'pinned' if u.pinned else '-':<6}  "
               f"{u.created_by or '-'}")
     return 0
-
-
-def _iso(moment: float | None) -> str | None:
-    return None if moment is None else iso(moment)
 
 
 def _show(store: SkillStore, name: str, as_json: bool) -> int:

@@ -44,34 +44,37 @@ FLUSH_SECONDS = 5.0  # the longest a flush (at exit, before a listing) waits for
 
 @value
 class Usage:
-    """One skill's record, read leniently (Hermes's older files lack some keys)."""
+    """One skill's record, read leniently (Hermes's older files lack some keys). Times are kept as the
+    ISO text stored and read as seconds only when asked: listing 1,000 skills parses none of them."""
 
     use_count: int = 0
     view_count: int = 0
     patch_count: int = 0
-    last_used_at: float | None = None
-    last_viewed_at: float | None = None
-    last_patched_at: float | None = None
-    created_at: float | None = None
-    restored_at: float | None = None
+    last_used_at: str | None = None
+    last_viewed_at: str | None = None
+    last_patched_at: str | None = None
+    created_at: str | None = None
+    restored_at: str | None = None
     state: str = "active"
     pinned: bool = False
     created_by: str | None = None
-    archived_at: float | None = None
+    archived_at: str | None = None
     archived_from: str | None = None
 
     @property
     def last_activity(self) -> float | None:
         """The latest of its creation, use, view, patch and restore: what staleness is measured from."""
-        moments = [m for m in (self.created_at, self.last_used_at, self.last_viewed_at, self.last_patched_at,
-                               self.restored_at) if m is not None]
-        return max(moments, default=None)
+        return _latest(self.created_at, self.last_used_at, self.last_viewed_at, self.last_patched_at,
+                       self.restored_at)
 
     @property
     def last_use(self) -> float | None:
         """When the model last loaded it (a use or a view), for listings."""
-        moments = [m for m in (self.last_used_at, self.last_viewed_at) if m is not None]
-        return max(moments, default=None)
+        return _latest(self.last_used_at, self.last_viewed_at)
+
+
+def _latest(*times: str | None) -> float | None:
+    return max((moment for text in times if (moment := parse_iso(text)) is not None), default=None)
 
 
 NO_USAGE = Usage()
@@ -79,31 +82,25 @@ NO_USAGE = Usage()
 
 def usage_of(record: dict[str, Any]) -> Usage:
     """A sidecar record as a ``Usage`` (wrong types count as absent)."""
-
-    def count(key: str) -> int:
-        number = record.get(key)
-        return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else 0
-
-    def text(key: str) -> str | None:
-        found = record.get(key)
-        return found if isinstance(found, str) and found else None
-
-    state = record.get("state")
+    get = record.get
+    state = get("state")
     return Usage(
-        use_count=count("use_count"),
-        view_count=count("view_count"),
-        patch_count=count("patch_count"),
-        last_used_at=parse_iso(record.get("last_used_at")),
-        last_viewed_at=parse_iso(record.get("last_viewed_at")),
-        last_patched_at=parse_iso(record.get("last_patched_at")),
-        created_at=parse_iso(record.get("created_at")),
-        restored_at=parse_iso(record.get("restored_at")),
-        state=state if state in ("active", "stale", "archived") else "active",
-        pinned=record.get("pinned") is True,
-        created_by=text("created_by"),
-        archived_at=parse_iso(record.get("archived_at")),
-        archived_from=text("archived_from"),
+        use_count=_count(get("use_count")), view_count=_count(get("view_count")),
+        patch_count=_count(get("patch_count")), last_used_at=_text(get("last_used_at")),
+        last_viewed_at=_text(get("last_viewed_at")), last_patched_at=_text(get("last_patched_at")),
+        created_at=_text(get("created_at")), restored_at=_text(get("restored_at")),
+        state=state if state in ("active", "stale", "archived") else "active", pinned=get("pinned") is True,
+        created_by=_text(get("created_by")), archived_at=_text(get("archived_at")),
+        archived_from=_text(get("archived_from")),
     )
+
+
+def _count(number: object) -> int:
+    return number if isinstance(number, int) and not isinstance(number, bool) and number > 0 else 0
+
+
+def _text(found: object) -> str | None:
+    return found if isinstance(found, str) and found else None
 
 
 def new_record(moment: float, created_by: str | None) -> dict[str, Any]:
