@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from acp_hermes.core import skill_rollback
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
 from acp_hermes_memory.text import counted, looks_binary
 from acp_hermes_memory.values import value
@@ -76,6 +77,7 @@ async def list_text(session: Session) -> str:
     for entry in entries:
         then = await anyio.to_thread.run_sync(store.states, entry.commit, changes[entry.number])
         differ = [path for path in changes[entry.number] if then[path] != now[path]]
+        differ += sorted({f"skill {p.restore.skill}" for p in await skill_rollback.plan(session, entry)})
         what = ", ".join(f"`{path}`" for path in differ[:6]) + (f" and {len(differ) - 6} more"
                                                               if len(differ) > 6 else "")
         label = "before a rollback" if entry.kind == "restore" else f"“{entry.prompt}”"
@@ -108,14 +110,16 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
                               refused=True)
     files = await _plan(session, store, entry, before, only)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
-    skipped = tuple(f.path for f in files if f not in chosen)
+    skills = await skill_rollback.plan(session, entry) if only is None else []
+    skills_chosen = [s for s in skills if include_edited or not s.edited]
+    skipped = (*(f.path for f in files if f not in chosen), *(s.label for s in skills if s not in skills_chosen))
     can_rewind = entry.prompt_row is not None and await session.can_rewind_to(entry.prompt_row)
     rewind = conversation and can_rewind
-    if dry_run or not files or not (chosen or rewind):
+    if dry_run or not (files or skills) or not (chosen or skills_chosen or rewind):
         await checkpoints.abandon()
-        if dry_run and files:
-            message = f"Would restore {counted(len(chosen), 'file')}."
-        elif files:
+        if dry_run and (files or skills):
+            message = f"Would restore {_what(len(chosen), len(skills_chosen))}."
+        elif files or skills:
             message = (f"Nothing to restore but your own edits: you changed {_names(skipped)} after the agent did "
                        f"(`/rollback {number} --include-edited` restores {_pronoun(skipped)} too).")
         else:
@@ -126,24 +130,30 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     root = session.cwd
     command = f"/rollback {number}" + (f" {path}" if path is not None else "")
     preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
-    display = (*preview, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind,
-                                 undo=before.number))
+    display = (*preview, *skill_rollback.preview(skills_chosen),
+               *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
+                       skills_left=tuple(s.label for s in skills if s not in skills_chosen)))
+    locations = (*(Location(str(root / f.path)) for f in chosen), *(Location(str(s.path)) for s in skills_chosen))
     await session.emit(ToolCallStarted(call_id, "rollback", title, "edit", {"checkpoint": number, "path": path},
-                                       tuple(Location(str(root / f.path)) for f in chosen)))
+                                       locations))
     ctx = session.tool_context(call_id, title)
     try:
-        await ctx.authorize_restore([FileChange(root / f.path, None, None) for f in chosen],
-                                    _allow_label(len(chosen), rewind), display, requested=requested)
+        await ctx.authorize_restore([*(FileChange(root / f.path, None, None) for f in chosen),
+                                     *(FileChange(s.path, None, None) for s in skills_chosen)],
+                                    _allow_label(len(chosen), rewind, len(skills_chosen)), display,
+                                    requested=requested)
     except PermissionDenied as refused:
         await checkpoints.abandon()
         await session.emit(ToolCallFinished(call_id, "failed", (*display, TextDisplay(refused.shown))))
         return RollbackResult(False, refused.shown, refused=True)
+    from acp_hermes_memory.skills import SkillError
     from acp_hermes_tools.checkpoints import CheckpointError
 
     try:
         report = await ctx.restore_files([root / f.path for f in chosen],
                                          lambda: store.restore({f.path: f.target for f in chosen}))
-    except CheckpointError as failure:  # the store broke under it: each file is before or after, said so
+        restored_skills = await skill_rollback.put_back(ctx, session, skills_chosen, number)
+    except (CheckpointError, SkillError, OSError) as failure:  # each file is before or after, said so
         await checkpoints.end()
         await session.emit(ToolCallFinished(call_id, "failed", display))
         return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
@@ -154,26 +164,36 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
         rewound = await session.rewind_conversation(entry.prompt_row)
     failed = tuple(failure[0] for failure in report.failed)
     restored = tuple(p for p in (*report.written, *report.deleted))
-    done_nothing = failed and not restored and rewound is None
+    done_nothing = failed and not restored and not restored_skills and rewound is None
     await session.emit(ToolCallFinished(call_id, "failed" if done_nothing else "completed", display))
-    session.note_for_model(_model_note(number, restored, rewound is not None))
+    skill_names = tuple(f"skill {name}" for name in restored_skills)
+    session.note_for_model(_model_note(number, (*restored, *skill_names), rewound is not None))
     summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
-    return RollbackResult(True, summary, restored, skipped, failed, rewound)
+    if restored_skills:
+        summary = "\n".join([f"Restored {counted(len(restored_skills), 'skill')} to checkpoint {number}: "
+                              f"{_names(tuple(restored_skills))}.", summary]).strip()
+    return RollbackResult(True, summary, (*restored, *skill_names), skipped, failed, rewound)
 
 
-def _allow_label(files: int, rewind: bool) -> str:
+def _allow_label(files: int, rewind: bool, skills: int = 0) -> str:
     """The one way to allow: what exactly it does."""
-    if not files:
+    if not files and not skills:
         return "Rewind the conversation"
-    return f"Restore {counted(files, 'file')}" + (" and rewind the conversation" if rewind else "")
+    return f"Restore {_what(files, skills)}" + (" and rewind the conversation" if rewind else "")
+
+
+def _what(files: int, skills: int) -> str:
+    """"2 files", "1 skill file", "2 files and 1 skill file"."""
+    parts = [counted(files, "file")] if files or not skills else []
+    return " and ".join([*parts, *([counted(skills, "skill file")] if skills else [])])
 
 
 def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewind: bool, can_rewind: bool,
-           undo: int) -> tuple[Display, ...]:
+           undo: int, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
     """The question's text beyond the diffs: what stays as it is and the flag that would include it,
     what the answer includes that the agent did not write last, and how to undo the restore."""
     lines = []
-    left = [f.path for f in files if f not in chosen]
+    left = [f.path for f in files if f not in chosen] + list(skills_left)
     if left:
         lines.append(f"Left as {'it is' if len(left) == 1 else 'they are'} (you changed {_pronoun(left)} after "
                      f"the agent did): {_names(tuple(left))}. `{command} --include-edited` restores {_pronoun(left)} "

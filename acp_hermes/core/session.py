@@ -153,7 +153,7 @@ class Session:
         )
         # A child's are its parent's: the parent's turn is what a rollback undoes.
         self.checkpoints = checkpoints or SessionCheckpoints(
-            session_id, self._checkpoint_store(runtime, cwd), self._notify)
+            session_id, self._checkpoint_store(runtime, cwd), self._notify, self._skills_mark(runtime, cwd))
         # A child's is its parent's too: what it spends counts there, and the parent's limits stop it.
         self.budget = budget or Budget(lambda: runtime.settings.budget, choices.budget, self._notify)
         self.steering = Steering()  # what the user sends into the running turn (steer)
@@ -207,6 +207,12 @@ class Session:
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
         self._provider_tools_added = False  # the external memory provider's tools are in _own_registry
         self._provider_turns = 0  # turns the memory provider was told of (on_turn_start's number)
+
+    @staticmethod
+    def _skills_mark(runtime: Runtime, cwd: Path) -> Callable[[], int] | None:
+        """Where the skills history stands: each checkpoint keeps it, so a rollback puts skills back too."""
+        history = runtime.skills_for(cwd).history
+        return None if history is None else history.mark
 
     @staticmethod
     def _checkpoint_store(runtime: Runtime, cwd: Path) -> Callable[[], CheckpointStore] | None:
@@ -591,15 +597,25 @@ class Session:
         if memory or skills:
             self._spawn(self._review(memory=memory, skills=skills))
 
-    async def _review(self, *, memory: bool, skills: bool) -> None:
+    def start_curation(self) -> None:
+        """The skills' curation pass (``skills.curator``), beside the session like a review, on the
+        auxiliary model and charged to this session (not begun when its budget is spent)."""
+        if self.subagent is None and not self.closed and self.budget.refusal() is None:
+            self._spawn(self._review(memory=False, skills=False, curate=True))
+
+    async def _review(self, *, memory: bool, skills: bool, curate: bool = False) -> None:
         """A background review of the conversation as it is now (see ``core.review``)."""
         import copy
+        from dataclasses import replace
 
         from acp_hermes.core.review import ReviewTarget, review
 
+        settings = self._turn_settings()
+        if curate:
+            settings = replace(settings, model=self.settings.auxiliary_model)
         target = ReviewTarget(
-            messages=copy.deepcopy(self.transcript.messages), system_prompt=self.system_prompt,
-            settings=self._turn_settings(), provider=self._runtime.provider, registry=self._runtime.registry,
+            messages=[] if curate else copy.deepcopy(self.transcript.messages), system_prompt=self.system_prompt,
+            settings=settings, provider=self._runtime.provider, registry=self._runtime.registry,
             scope=self.tools, editor=self.editor, gate=self.gate, sink=self._sink, transcript=self.transcript,
             proposals=self.proposals,
         )
@@ -607,7 +623,7 @@ class Session:
         self._reviews.add(scope)
         try:
             with scope:
-                usage, calls = await review(target, memory=memory, skills=skills)
+                usage, calls = await review(target, memory=memory, skills=skills, curate=curate)
         except Exception:  # a review must never take the session down
             log.exception("session %s: background review failed", self.id)
             return
@@ -616,7 +632,7 @@ class Session:
         if scope.cancelled_caught:
             return
         if calls:
-            await anyio.to_thread.run_sync(self._runtime.record_usage, self.id, self.choices.model, usage, calls)
+            await anyio.to_thread.run_sync(self._runtime.record_usage, self.id, settings.model, usage, calls)
 
     # -- compaction
 
