@@ -32,6 +32,7 @@ def _check_zip(call: Call) -> None:
     if any(arg in ("-TT", "--unzip-command") or arg.startswith("--unzip-command=") for arg in call.args):
         call.findings.dangerous("zip --unzip-command runs a command")
 
+
 def _local_archive(value: str) -> bool:
     """``host:file`` makes tar run a remote shell."""
     return ":" not in value

@@ -28,6 +28,7 @@ def _make_assignments(line: Line) -> Iterable[str]:
     """``VAR=value`` on make's command line can set SHELL, .SHELLFLAGS and other program-running variables."""
     return [word for word in line.operands if "=" in word]
 
+
 _WARNING_ACTIONS = names("default error ignore always all module once")
 _COVERAGE_REPORTS = names("term term-missing html xml json lcov annotate markdown markdown-append")
 _VITEST_REPORTERS = names(
@@ -36,6 +37,7 @@ _VITEST_REPORTERS = names(
 _ESLINT_FORMATTERS = names(
     "stylish json json-with-metadata html compact unix checkstyle junit tap visualstudio jslint-xml"
 )
+
 
 def _disables_plugin(value: str) -> bool:
     return value.startswith("no:")
@@ -52,6 +54,7 @@ def _report_in_place(value: str) -> bool:
     """A pytest-cov report kind without an output path (``term-missing``, ``html``, ``term:skip-covered``)."""
     kind, _, modifier = value.partition(":")
     return (kind in _COVERAGE_REPORTS or not kind) and modifier in ("", "skip-covered")
+
 
 _MAKE = spec(  # not -f/-C/-I/-E/--eval/-W/-o, nor any VAR=value operand
     "-k --keep-going -s --silent --quiet --no-silent -n --just-print --dry-run --recon -B --always-make -q "
@@ -177,7 +180,6 @@ _TSC = spec(  # not --outDir, --outFile, --declarationDir, --tsBuildInfoFile, --
     "-p --project --target --module --lib --jsx --moduleResolution --locale --types",
     style="tsc",
 )
-
 
 
 _MAKE_SHAPE = key_shape(targets=True, options="-C -f --file --directory -I --include-dir -o --old-file -W --what-if")

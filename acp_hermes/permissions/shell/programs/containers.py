@@ -41,7 +41,6 @@ def _check_destroy(call: Call) -> None:
         call.findings.dangerous(f"destroys infrastructure ({call.name} {sub})")
 
 
-
 _DOCKER_GROUPS = "compose container image network volume system builder buildx context plugin swarm node service stack"
 _DOCKER_KEY_OPTIONS = " ".join(_DOCKER_OPTIONS) + " -f --file -p --project-name --env-file --project-directory"
 FAMILY = Family(

@@ -41,6 +41,7 @@ def sql_reasons(text: str) -> Iterator[str]:
     if _MONGO_DROP.search(text):
         yield "drops a MongoDB database"
 
+
 def _check_database_tool(call: Call) -> None:
     if call.name == "dropdb":
         call.findings.dangerous("drops a database (dropdb)")

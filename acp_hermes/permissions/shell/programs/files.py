@@ -19,6 +19,7 @@ from acp_hermes.permissions.shell.rating import HARMLESS_TARGETS, RAW_DISK, Call
 # Risk
 # ---------------------------------------------------------------------------------------------
 
+
 def _check_rm(call: Call) -> None:
     """rm (every operand is a delete: ``rm ~/.bashrc``), rm -r, and rimraf (npm's rm -rf)."""
     args = call.args
@@ -51,6 +52,7 @@ def _check_sponge(call: Call) -> None:
     """moreutils' sponge writes its input to the file it is given."""
     for target in operands_of(call.args):
         call.writes(target)
+
 
 def _check_dd(call: Call) -> None:
     for arg in call.args:
@@ -147,7 +149,6 @@ def _check_rsync(call: Call) -> None:
 def _date_sets_clock(line: Line) -> Iterable[str]:
     """An operand other than ``+FORMAT`` sets the clock (unless BSD's ``-j`` says not to)."""
     return () if "-j" in line.options else [word for word in line.operands if not word.startswith("+")]
-
 
 
 _LS = spec(

@@ -61,6 +61,7 @@ def _check_find(call: Call) -> None:
     if not vital:
         call.findings.dangerous("bulk delete (find)")
 
+
 def _check_fd(call: Call) -> None:
     """``fd -x cmd`` / ``fd -X cmd`` run a command per result, like ``find -exec``."""
     args = call.args
@@ -96,7 +97,6 @@ def _find_words(args: Sequence[str]) -> list[str]:
             words.append(word)
             in_command = word in _FIND_RUNNERS
     return words
-
 
 
 FAMILY = Family(

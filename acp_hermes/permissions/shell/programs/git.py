@@ -216,8 +216,11 @@ def _git_push_refspecs(line: Line) -> Iterable[str]:
 
 
 _MERGE_STRATEGIES = names("ort recursive resolve octopus ours subtree")  # others run git-merge-NAME
+
+
 def _builtin_strategy(value: str) -> bool:
     return value in _MERGE_STRATEGIES
+
 
 _GIT_DIFF_FLAGS = (  # not --output, --ext-diff, --textconv
     "-p -u --patch -s --no-patch --raw --patch-with-raw --stat --numstat --shortstat --dirstat "
@@ -526,7 +529,7 @@ def _unlisted(args: Sequence[str]) -> list[str]:
 # When it only reads
 # ---------------------------------------------------------------------------------------------
 
-# Git subcommands that read, some only in their listing forms (``command_risk`` tells those apart).
+# Git subcommands that read, some only in their listing forms (``_git_writes_repository`` tells those apart).
 _GIT_READS = names(
     "status log diff show whatchanged shortlog rev-list rev-parse ls-files ls-tree cat-file blame grep describe "
     "merge-base show-ref ls-remote count-objects check-ignore branch tag stash remote worktree config reflog"
@@ -538,6 +541,8 @@ _GIT_LIST_OPTIONS = _GIT_LIST_VALUES | names(
     "-a --all -r --remotes -v --verbose -l --list --show-current --column --no-column --color --no-color -i "
     "--ignore-case --abbrev --no-abbrev -q --quiet --omit-empty -n"
 )
+
+
 # Interpreters and tools given exactly one of these words only print their version.
 def _git_reads_only(args: list[str]) -> bool:
     sub, rest = subcommand(args, _GIT_OPTIONS)

@@ -17,6 +17,7 @@ from acp_hermes.permissions.shell.arguments import names
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
 
+
 @dataclass(frozen=True)
 class Reader:
     code: str = ""  # short options whose argument is the program or a module (python -c, -m)

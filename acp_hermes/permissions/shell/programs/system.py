@@ -58,6 +58,7 @@ def _check_crontab(call: Call) -> None:
     if has_flag(call.args, "r"):
         call.findings.dangerous("removes all cron jobs")
 
+
 _PARTITIONERS = frozenset({"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted", "gparted"})
 _WIPERS = frozenset({"wipefs", "blkdiscard", "shred", "sgdisk", "mkswap", "newfs"})
 
@@ -80,7 +81,6 @@ def _check_disk_tool(call: Call) -> None:
         check_deletes(call)
     elif call.name != "mkswap":
         call.findings.dangerous(f"disk partitioning or wiping tool ({call.name})")
-
 
 
 def makes_filesystem(name: str) -> bool:

@@ -52,6 +52,7 @@ def _check_sort(call: Call) -> None:
     if any(arg.startswith("--compress-program") for arg in call.args):
         call.findings.dangerous("sort --compress-program runs a program")
 
+
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*getline|print[^;}]*\|\s*\"|\|&")
 
 
@@ -235,7 +236,6 @@ def _sed_bracket(script: str, pos: int, delimiter: str) -> int:
     return -1
 
 
-
 # ---------------------------------------------------------------------------------------------
 # The options a grant covers
 # ---------------------------------------------------------------------------------------------
@@ -248,9 +248,11 @@ def _sed_operands(line: Line) -> Iterable[str]:
     script = line.operands[0]
     return () if harmless_sed_script(script) else (script,)
 
+
 def _uniq_output(line: Line) -> Iterable[str]:
     """uniq's second operand is a file it writes."""
     return line.operands[1:2]
+
 
 _CAT = spec(
     "-A --show-all -b --number-nonblank -e -E --show-ends -n --number -s --squeeze-blank -t -T --show-tabs -u "

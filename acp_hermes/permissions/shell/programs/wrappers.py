@@ -24,6 +24,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=", re.S)
 # Programs that run what follows as another user, root above all.
 ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
 
+
 @dataclass(frozen=True)
 class _Wrapper:
     """A program that runs the command given after its options (and ``operands`` more words)."""
@@ -505,6 +506,8 @@ def unwrap_for_reading(words: Sequence[Word]) -> Unwrapped | None:
             return None  # an expansion there splits into words: options, or the program itself
         rest, xargs = rest[start:], xargs or name == "xargs"
     return None
+
+
 def _after_options(wrapper: _ReadWrapper, words: list[str]) -> int | None:
     """Index of the wrapped command in ``words`` (``words[0]`` is the wrapper), or None when an
     option is not one of the wrapper's harmless ones."""
