@@ -391,7 +391,7 @@ class Restore(_Request):
 @value
 class State(_Request):
     """A change to the agent's own stores. ``subject`` is what "always" covers ("memory", or one skill
-    as "skill <name>"), found from the paths by the gate, which knows where the stores are."""
+    as "skill <name>"): the gate, which knows where the stores are, finds it from the paths."""
 
     changes: tuple[FileChange, ...]
     subject: str = ""
@@ -471,8 +471,8 @@ class External(_Request):
 @value
 class Command(_Request):
     """A shell line to run in ``cwd``; ``outside_sandbox``: the agent asks to run it without the OS sandbox.
-    ``analysis`` is what the line runs and does, filled in by the gate (``permissions.shell``) once, for
-    the policy and the checkpoint layer to read."""
+    ``analysis`` is what the line runs and does: the gate analyses the line once (``permissions.shell``)
+    and carries it here, for the policy and the checkpoint layer to read."""
 
     line: str
     cwd: Path

@@ -140,7 +140,7 @@ class PermissionGate:
         notice: tuple[Display, ...] = ()
         if isinstance(request, Command | JobInput):
             where, request, notice = self._shell(ctx, request, where)
-        elif isinstance(request, State) and not request.subject:
+        elif isinstance(request, State):  # what "always" covers comes from the paths, never from the caller
             skills = Path(os.path.realpath(self._hermes_home / "skills"))
             request = State(request.changes, _state_subject(request.changes, skills))
         display = (*request.display(where), *notice)
@@ -166,21 +166,20 @@ class PermissionGate:
             await ctx.show(display)
         return Permit(verdict.sandboxed, verdict.network, request.analysis if isinstance(request, Command) else None)
 
-    # -- carrying out a verdict
+    # -- what only the session knows of a request
 
     def _shell(self, ctx: ToolContext, request: Command | JobInput,
                where: Surroundings) -> tuple[Surroundings, Command | JobInput, tuple[Display, ...]]:
-        """What only the session knows of a shell line: whether it has an OS sandbox (and its network),
-        the line's analysis, and — on the first command — what the sandbox means for it."""
+        """A shell line's surroundings (whether the session has an OS sandbox, and its network), its
+        analysis and — with the first command — what the sandbox means for it."""
+        from acp_hermes.permissions.shell.analysis import Where, analyse  # rule tables: kept off start-up
+
         sandbox = ctx.scope.sandbox
         available = sandbox is not None and sandbox.available
         network_allowed = available and sandbox is not None and sandbox.network_allowed
         where = Surroundings(where.home, where.hermes_home, where.roots, where.cwd, available, network_allowed)
-        if request.analysis is None:
-            from acp_hermes.permissions.shell.analysis import Where, analyse  # rule tables: kept off start-up
-
-            request = request.analysed(analyse(request.line, Where(self._home, ctx.roots, request.cwd,
-                                                                   self._hermes_home)))
+        # Analysed here, whatever the request carried: the verdict rests on this analysis alone.
+        request = request.analysed(analyse(request.line, Where(self._home, ctx.roots, request.cwd, self._hermes_home)))
         if not isinstance(request, Command) or self._told_about_sandbox:
             return where, request, ()
         if not available:
@@ -199,6 +198,8 @@ class PermissionGate:
             self._told_about_sandbox = True
             return where, request, (TextDisplay(HOME_NOTICE),)
         return where, request, ()
+
+    # -- carrying out a verdict
 
     async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
                    offer: GrantOffer | None, choices: Choices) -> str:

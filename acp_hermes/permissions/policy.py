@@ -148,9 +148,10 @@ def _analysis(request: Command | JobInput) -> CommandAnalysis:
     """A shell line is decided on its analysis, which the gate puts in the request."""
     from acp_hermes.permissions.shell.analysis import CommandAnalysis
 
-    if not isinstance(request.analysis, CommandAnalysis):
-        raise TypeError("a shell line is decided on its analysis (permissions.shell.analysis.analyse)")
-    return request.analysis
+    analysis = request.analysis
+    if not isinstance(analysis, CommandAnalysis) or analysis.line != request.line:
+        raise TypeError("a shell line is decided on its own analysis (permissions.shell.analysis.analyse)")
+    return analysis
 
 
 def _refuse(message: str, *reasons: str, shown: str) -> Verdict:
