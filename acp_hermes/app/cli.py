@@ -61,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
-    demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
-    demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="run a prompt through the server the way an editor does, then chat",
+        description="Run a prompt through the server the way an editor does, then keep talking in the same session: "
+        "type prompts and slash commands (/help, /rollback, /budget; /steer and /queue while a turn runs); Ctrl-C "
+        "cancels a running turn, Ctrl-D quits. With input from a pipe, its lines are sent one at a time and the "
+        "demo ends with them.")
+    demo.add_argument("prompt", nargs="?", help="the first prompt (a default demo task when omitted)")
+    demo.add_argument("--once", action="store_true", help="run the one prompt and exit: no chat after it")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
     demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
     demo.add_argument("--offline", action="store_true",
@@ -83,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
+        if _only_broken_pipes(exc):  # the reader left while the demo's tasks were writing
+            return _reader_gone()
         line = failure_line(exc)
         if line is None:
             raise
@@ -91,6 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("acp_hermes").debug("%s", line, exc_info=True)  # the details, for --log-level DEBUG
         print(line, file=sys.stderr)
         return 1
+
+
+def _only_broken_pipes(error: BaseException) -> bool:
+    """Whether ``error`` is a group of tasks' errors (anyio's, the demo's) that are all a closed stdout."""
+    inner = getattr(error, "exceptions", None)  # an exception group, built in or backported
+    if not isinstance(inner, tuple) or not inner:
+        return isinstance(error, BrokenPipeError)
+    return all(_only_broken_pipes(each) for each in inner)
 
 
 def failure_line(error: BaseException) -> str | None:
@@ -184,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
-                    log_level=args.log_level)
+                    log_level=args.log_level, once=args.once)
 
 
 def _log_for_command(level: str | None, *, console: bool) -> None:
@@ -209,7 +225,7 @@ def serve(log_level: str | None) -> int:
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, home_problem, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -232,15 +248,19 @@ def serve(log_level: str | None) -> int:
 
     import asyncio
 
-    from acp_hermes.adapter.server import HermesAgent, serve_stdio
+    from acp_hermes.adapter.reception import serve_stdio
+    from acp_hermes.core.runtime import Runtime
 
-    gc.freeze()  # later collections need not walk all that again
-    gc.enable()
-    agent = HermesAgent(paths, settings, problem, db_opening, sandbox_probe)
+    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+        gc.freeze()  # later collections need not walk all that again
+        gc.enable()
+
+    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        signalled = asyncio.run(_serve_until_signalled(serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
+        serving = serve_stdio(runtime, problem, protocol_fd, STDIO_LIMIT, loaded)
+        signalled = asyncio.run(_serve_until_signalled(serving))
     except KeyboardInterrupt:
         return 130
     if signalled is not None:

@@ -26,6 +26,7 @@ from acp_hermes.core.user_prompt import (
     TextPart,
     UnsupportedPart,
 )
+from acp_hermes_memory.text import looks_binary
 
 INLINE_FILE_LIMIT = 256 * 1024
 IMAGE_LIMIT = 5 * 1024 * 1024
@@ -82,16 +83,6 @@ def _image(mime: str, data: str) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
 
 
-def _looks_binary(data: bytes) -> bool:
-    if b"\x00" in data[:8192]:
-        return True
-    try:
-        data[:8192].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start < len(data[:8192]) - 4  # a multibyte char cut at the boundary is fine
-    return False
-
-
 def _from_local_file(uri: str, path: Path, label: str) -> Converted:
     try:
         size = path.stat().st_size
@@ -109,7 +100,7 @@ def _from_local_file(uri: str, path: Path, label: str) -> Converted:
             label,
         )
     data = path.read_bytes()
-    if _looks_binary(data):
+    if looks_binary(data):
         return _note(f"Referenced file {uri} ({size:,} bytes) is binary and was not inlined"), label
     return {"type": "text", "text": _attachment(uri, data.decode("utf-8", errors="replace"), None)}, label
 

@@ -24,7 +24,15 @@ import anyio
 
 from acp_hermes.config import Settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices, apply_choice
-from acp_hermes.core.events import Event, EventSink, UsageReported
+from acp_hermes.core.events import (
+    CompactionStarting,
+    Event,
+    EventSink,
+    SessionEnded,
+    SessionEvent,
+    TurnEnded,
+    UsageReported,
+)
 from acp_hermes.core.hints import SubdirectoryHintTracker
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
 from acp_hermes.core.transcript import Transcript, final_answer
@@ -303,12 +311,10 @@ class Session:
         return self._mcp_registry[1]
 
     def _tools_of_its_own(self) -> ToolRegistry:
-        from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
-
         tools = self._runtime.registry
         may_delegate = self.settings.delegation.enabled
         if self.subagent is not None:
-            tools, may_delegate = tools.only(self.subagent.tool_names), DELEGATE_TOOL_NAME in self.subagent.tool_names
+            tools, may_delegate = tools.only(self.subagent.tool_names), self.subagent.may_delegate
         if self._provider_tools_added:  # an external memory provider's tools, for the user's own sessions
             tools = tools.extended(self._runtime.memory_providers.tools())
         return tools.extended([self.children_maker.delegate_tool(self)]) if may_delegate else tools
@@ -501,7 +507,7 @@ class Session:
         await self.report_usage()
         await self._job_notices.turn_ended()
         if providers is not None and stop != "cancelled":
-            providers.turn_ended(self.id, converted.plain_text, final_answer(self.transcript.messages))
+            self.publish(TurnEnded(converted.plain_text, final_answer(self.transcript.messages)))
         if stop != "cancelled" and not self.title and not self._naming_started:
             self._naming_started = True
             self._on_first_exchange(self)
@@ -534,17 +540,17 @@ class Session:
         runtime = self._runtime
         return await anyio.to_thread.run_sync(lambda: runtime.memory_providers.summary())
 
-    def memory_hook(self, name: str, *args: Any, **kwargs: Any) -> None:
-        """Tell the external memory provider, if one is configured, what happened (in the background)."""
+    def publish(self, event: SessionEvent) -> None:
+        """What happened in this session that the user is not shown: the external memory provider, if one
+        is configured, hears of it (in the background; a child's work is its parent's business)."""
         if self.subagent is None and self.settings.memory.providers:
-            self._runtime.memory_providers.hook(self.id, name, *args, **kwargs)
+            self._runtime.memory_providers.publish(self.id, event)
 
     def _tool_finished(self, call: ToolCall, result: ToolResult) -> None:
-        """A call of this session's turn finished: a change to the built-in memory reaches the provider."""
-        args = call.arguments or {}
-        if call.name == "memory" and result.ok and args.get("action") in ("add", "replace", "remove"):
-            self.memory_hook("on_memory_write", str(args["action"]), str(args.get("target") or "memory"),
-                             str(args.get("content") or args.get("old_text") or ""))
+        """A call of this session's turn finished: what it changed beyond its result (a write to the
+        built-in memory) is published."""
+        for effect in result.effects:
+            self.publish(effect)
 
     def _carry_undelivered(self, steers: Sequence[Steer]) -> None:
         """Steers a turn that stopped early never read go to the model with the next prompt."""
@@ -659,7 +665,7 @@ class Session:
         from acp_hermes.core.compactor import compact
 
         target = self._compaction_target()
-        self.memory_hook("on_pre_compress", list(self.transcript.messages))
+        self.publish(CompactionStarting(list(self.transcript.messages)))
         compaction = await compact(target, focus=focus, manual=manual)
         if compaction.done:
             self.transcript, self.system_prompt = target.transcript, target.system_prompt
@@ -774,7 +780,7 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
-        self.memory_hook("on_session_end", list(self.transcript.messages))
+        self.publish(SessionEnded(list(self.transcript.messages)))
         if self.mcp is not None:
             self.mcp.stop()
         self.tools.state.close()  # background commands end with the session
