@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_hermes_memory.skills import SkillStore
-from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import FileChange, ToolServices
+from acp_hermes_tools.context import Permit, ToolContext, ToolScope
+from acp_hermes_tools.contracts import Request, ToolServices
 from acp_hermes_tools.local_io import LocalEditor
 from acp_hermes_tools.registry import ToolCall, ToolRegistry
 from acp_hermes_tools.skills import SKILL_TOOLS
@@ -86,10 +86,8 @@ class _Services(ToolServices):
 
 
 class _AllowAll:
-    async def authorize_edits(self, ctx: ToolContext, changes: object) -> None: ...
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, **_: object) -> None: ...
-    async def authorize_state(self, ctx: ToolContext, changes: list[FileChange]) -> None: ...
-    async def authorize_read(self, ctx: ToolContext, paths: object, purpose: str = "file", **_: object) -> None: ...
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        return Permit()
 
 
 class _Sink:

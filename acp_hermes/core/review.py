@@ -28,9 +28,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallStarted
@@ -39,8 +38,8 @@ from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
-from acp_hermes_tools.contracts import Display, FileChange, PermissionDenied
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import PermissionDenied, Request, State
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import TurnSettings
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
     from acp_hermes.permissions.gate import PermissionGate
     from acp_hermes_memory.skills import SkillStore
     from acp_hermes_tools.context import ToolScope
-    from acp_hermes_tools.contracts import Editor, JobHandle, ToolEventSink
+    from acp_hermes_tools.contracts import Editor, ToolEventSink
     from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -245,35 +244,16 @@ class _ReviewGate:
         self._target = target
         self.held: list[str] = []  # call ids of writes held as proposals
 
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        if not isinstance(request, State):
+            raise PermissionDenied("A background review only updates memory and skills.")
         mode = self._target.gate.mode
         if mode is Mode.PLAN:
             raise PermissionDenied("Plan mode: a background review writes nothing.")
         if mode is Mode.DEFAULT:
             self.held.append(ctx.call_id)
             raise PermissionDenied(HELD, HELD_SHOWN)
-
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
-                                display: Sequence[Display], *, requested: bool = False) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, *,
-                                outside_sandbox: bool = False) -> CommandPermit:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
-                             links: Mapping[Path, Path] | None = None) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
-                                 read_only: bool) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
+        return Permit()
 
     def held_proposals(self, started: dict[str, ToolCallStarted], prefix: str, author: str) -> list[Proposal]:
         return [Proposal(started[i].name, dict(started[i].raw_input or {}), started[i].title.removeprefix(prefix),

@@ -233,7 +233,7 @@ class Runtime:
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
         provider.responding.wait(TOOL_WARM_UP_DELAY)
         began, cpu = time.perf_counter(), time.thread_time()
-        import acp_hermes.permissions.command_risk  # noqa: F401
+        import acp_hermes.permissions.shell.analysis  # noqa: F401
         from acp_hermes_tools.sandbox import detect
 
         self.registry.prepare()

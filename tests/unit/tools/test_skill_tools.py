@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from acp_hermes_memory.skills import SkillStore
-from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolServices
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, Request, State, TextDisplay, ToolServices
 from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from acp_hermes_tools.skills import SKILL_TOOLS
 from tests.support.skills import put
@@ -236,9 +235,11 @@ class _RacingGate(RecordingGate):
         super().__init__()
         self.path = path
 
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        await super().authorize_state(ctx, changes)
-        self.path.write_text(DEPLOY.replace("staging", "production"), encoding="utf-8")
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        permit = await super().authorize(ctx, request)
+        if isinstance(request, State):
+            self.path.write_text(DEPLOY.replace("staging", "production"), encoding="utf-8")
+        return permit
 
 
 @pytest.mark.anyio
