@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.adapter import rewind, steering
+from acp_hermes.adapter import rewind, steering, trust
 from acp_hermes.adapter.client import (
     ClientAbilities,
     ClientEditor,
@@ -45,7 +45,7 @@ from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
 from acp_hermes.adapter.sdk import handle_quietly, json_rpc_engine, observe_request, route_session_delete
 from acp_hermes.config import ConfigError, Settings, home_problem, load_settings
-from acp_hermes.core.choices import MODE_OPTION, SessionChoices
+from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION
 from acp_hermes.core.commands import Handled, handle, menu
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
@@ -104,7 +104,7 @@ class HermesAgent:
             self.runtime,
             SessionWiring(
                 sink_for=lambda sid: SessionUpdates(link, sid, view(sid), subagents=self._abilities.subagents),
-                asker_for=lambda sid: PermissionRequests(link, sid, view(sid)),
+                asker_for=lambda sid: PermissionRequests(link, sid, view(sid), self._abilities),
                 editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid), launchers),
                 opened=self._opened,
             ),
@@ -167,6 +167,7 @@ class HermesAgent:
             terminals=bool(caps.get("terminal")),
             forms=_plain(caps.get("elicitation")).get("form") is not None,  # `{}` advertises forms
             subagents=self._shows_subagents,
+            workspace_trust=trust.advertised(caps),
         )
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
@@ -202,8 +203,13 @@ class HermesAgent:
 
     # -- session lifecycle
 
-    def _choices_state(self, choices: SessionChoices) -> dict[str, Any]:
-        return choices_state(choices, self._settings())
+    async def _session_state(self, session: Session) -> dict[str, Any]:
+        """What load, resume and fork answer of a session: its modes and options, and for a client with
+        its own trust dialog the workspace's standing."""
+        state = choices_state(session.choices, session.settings)
+        if self._abilities.workspace_trust:
+            state["_meta"] = await trust.session_meta(self.runtime, session.trust, session.cwd)
+        return state
 
     def _opened(self, session: Session) -> None:
         """What a client expects right after a session appears: commands, usage; warm imports.
@@ -249,7 +255,12 @@ class HermesAgent:
         # ms with a big AGENTS.md). The manager builds it just after; requests on it wait for that.
         new = self.manager.create_soon(root, extra, mcp_servers=lambda: specs_from_acp(mcp_servers),
                                        announced=_ANNOUNCED.get())
-        return new_session_result(new.id, new.choices, self._settings())
+        from acp_hermes.core.trust import starting_settings
+
+        result = new_session_result(new.id, new.choices, starting_settings(self.runtime, root))
+        if self._abilities.workspace_trust:
+            result["_meta"] = await trust.session_meta(self.runtime, None, root)
+        return result
 
     @translated
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -259,7 +270,7 @@ class HermesAgent:
         # The manager reads the rows once, off the event loop, for both the history and the replay.
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers),
                                                 show=self._replay)
-        return self._choices_state(session.choices)
+        return await self._session_state(session)
 
     async def _replay(self, session: Session, rows: Sequence[MessageRecord]) -> None:
         """What session/load shows of a restored session before anything else: its history, its title."""
@@ -275,7 +286,7 @@ class HermesAgent:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
-        return self._choices_state(session.choices)
+        return await self._session_state(session)
 
     @translated
     async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
@@ -285,7 +296,7 @@ class HermesAgent:
         session = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
         if session.title:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
-        return {"sessionId": session.id, **self._choices_state(session.choices)}
+        return {"sessionId": session.id, **await self._session_state(session)}
 
     @translated
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -322,7 +333,7 @@ class HermesAgent:
         """Tell the client about a change it did not make itself (the other view of the mode, or a
         slash command's change)."""
         await self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                            "configOptions": config_options(session.choices, self._settings())})
+                                            "configOptions": config_options(session.choices, session.settings)})
         if option_id == MODE_OPTION:
             await self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                 "currentModeId": session.choices.mode.value})
@@ -334,14 +345,14 @@ class HermesAgent:
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                      "currentModeId": session.choices.mode.value}))
-        return {"configOptions": config_options(session.choices, self._settings())}
+        return {"configOptions": config_options(session.choices, session.settings)}
 
     @translated
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
         session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(MODE_OPTION, mode_id)
         self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                                 "configOptions": config_options(session.choices, self._settings())}))
+                                                 "configOptions": config_options(session.choices, session.settings)}))
         return {}
 
     # -- turns
@@ -356,21 +367,28 @@ class HermesAgent:
                 no_nul(uri, f"prompt[{number}].uri")
         # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
         handled: Handled | None = None
+        before = (session.choices.model, session.choices.thought_level)
         try:
             handled = await handle(session, to_parts(blocks), _PROMPT_MESSAGE_ID.get())
-        finally:
-            if handled is None or handled.reply is None:  # after the answer: a turn may have changed skills
-                self.spawn(self._announce_menu(session))
+        finally:  # after the answer: a turn (or a trust decision before it, or /trust) may have changed skills
+            self.spawn(self._announce_menu(session))
+        changed = handled.reply.changed_option if handled.reply is not None else None
+        if changed is None and before != (session.choices.model, session.choices.thought_level):
+            changed = MODEL_OPTION  # a trusted project's model or thinking level became the session's
+        if changed is not None:
+            await self._announce_choice(session, changed)
         if handled.reply is not None:  # a slash command's reply, stored already
-            if handled.reply.changed_option is not None:
-                await self._announce_choice(session, handled.reply.changed_option)
             await self.link.update(session.id, render_update(AgentText(handled.message_id, handled.reply.text)))
         return {"stopReason": handled.stop_reason}
 
     @translated
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``) and
-        steering (``adapter.steering``)."""
+        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``),
+        steering (``adapter.steering``) and workspace trust (``adapter.trust``)."""
+        if method == trust.STATUS_METHOD:
+            return await trust.status(self.runtime, self.manager, params)
+        if method == trust.DECISION_METHOD:
+            return await trust.decision(self.runtime, self.manager, params, self._trust_changed)
         if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD, steering.METHOD):
             from acp import RequestError
 
@@ -382,6 +400,12 @@ class HermesAgent:
         if method == rewind.POINTS_METHOD:
             return await rewind.points(session, params)
         return await rewind.rewind_to(session, params)
+
+    async def _trust_changed(self, session: Session) -> None:
+        """A trust decision from the client applied to ``session``: its menu (skills) and options (a
+        project's model) as they are now."""
+        await self._announce_menu(session)
+        await self._announce_choice(session, MODEL_OPTION)
 
     def _start_turn(self, session: Session, parts: Sequence[PromptPart]) -> None:
         """A turn nobody's request awaits (a steer that found the session idle): it streams as any turn."""

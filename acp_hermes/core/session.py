@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.memory_providers import MemoryProviders
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.steering import Steer
+    from acp_hermes.core.trust import WorkspaceTrust
     from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_tools.checkpoints import CheckpointStore
@@ -111,6 +113,7 @@ class Session:
         context: tuple[int, int] = (0, 0),
         checkpoints: SessionCheckpoints | None = None,
         budget: Budget | None = None,
+        trust: WorkspaceTrust,
     ) -> None:
         from acp_hermes.core.budget import Budget
         from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
@@ -122,6 +125,9 @@ class Session:
         from acp_hermes_tools.secret_links import SecretLinks
 
         self.id = session_id
+        # Whether its workspace may speak (core.trust): its instruction files, hints, skills, settings and
+        # MCP servers are the session's only while it is trusted. A child's is its parent's.
+        self.trust = trust
         self.parent_id = parent_id  # the session that started this one (a subagent's parent), if any
         self.subagent = subagent  # what makes this session a delegated task's child, if it is one
         self.depth = subagent.depth if subagent is not None else 0
@@ -151,21 +157,23 @@ class Session:
             store=runtime.grants,
             session_grants=subagent.grants if subagent is not None else None,
         )
+        self.gate.shared_commands = trust.shared_commands
         # A child's are its parent's: the parent's turn is what a rollback undoes.
         self.checkpoints = checkpoints or SessionCheckpoints(
-            session_id, self._checkpoint_store(runtime, cwd), self._notify, self._skills_mark(runtime, cwd))
+            session_id, self._checkpoint_store(runtime, cwd, self.settings), self._notify,
+            self._skills_mark(runtime, cwd, trust.trusted))
         # A child's is its parent's too: what it spends counts there, and the parent's limits stop it.
         self.budget = budget or Budget(lambda: runtime.settings.budget, choices.budget, self._notify)
         self.steering = Steering()  # what the user sends into the running turn (steer)
         self._steer_order = anyio.Lock()
-        self.web = WebTools(lambda: runtime.settings.web)  # the API's web search and fetch, while it takes them
+        self.web = WebTools(lambda: self.settings.web)  # the API's web search and fetch, while it takes them
         roots = (cwd, *additional_directories)
         self.tools = ToolScope(
             session_id=session_id,
             cwd=cwd,
             roots=roots,
             services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=self.auxiliary,
-                                  skills=runtime.skills_for(cwd), secrets=runtime.settings.secrets),
+                                  skills=runtime.skills_for(cwd, trust.trusted), secrets=runtime.settings.secrets),
             sandbox=SessionSandbox(
                 enabled=runtime.settings.sandbox != "off",
                 writable=roots,
@@ -178,7 +186,7 @@ class Session:
             secret_links=SecretLinks(Path.home(), runtime.paths.home),
             before_change=self.checkpoints.before_change,
         )
-        self._hints = SubdirectoryHintTracker(cwd, additional_directories)
+        self._hints = SubdirectoryHintTracker(cwd, additional_directories, enabled=trust.trusted)
         # (tool name, raw output) of the calls a restored session had completed: its tools get their
         # state back from them when the first turn has loaded the tools anyway.
         self.stored_tool_results: list[tuple[str, Any]] = list(stored_tool_results)
@@ -209,15 +217,15 @@ class Session:
         self._provider_turns = 0  # turns the memory provider was told of (on_turn_start's number)
 
     @staticmethod
-    def _skills_mark(runtime: Runtime, cwd: Path) -> Callable[[], int] | None:
+    def _skills_mark(runtime: Runtime, cwd: Path, trusted: bool) -> Callable[[], int] | None:
         """Where the skills history stands: each checkpoint keeps it, so a rollback puts skills back too."""
-        history = runtime.skills_for(cwd).history
+        history = runtime.skills_for(cwd, trusted).history
         return None if history is None else history.mark
 
     @staticmethod
-    def _checkpoint_store(runtime: Runtime, cwd: Path) -> Callable[[], CheckpointStore] | None:
-        """How the session's checkpoint store opens; None when checkpoints are off."""
-        if not runtime.settings.checkpoints.enabled:
+    def _checkpoint_store(runtime: Runtime, cwd: Path, settings: Settings) -> Callable[[], CheckpointStore] | None:
+        """How the session's checkpoint store opens; None when checkpoints are off (as the session opens)."""
+        if not settings.checkpoints.enabled:
             return None
         return lambda: runtime.checkpoints_for(cwd)
 
@@ -227,7 +235,8 @@ class Session:
 
     @property
     def settings(self) -> Settings:
-        return self._runtime.settings
+        """The user's settings, with a trusted workspace's own merged over them (``core.trust``)."""
+        return self.trust.settings
 
     @property
     def db(self) -> SessionDB:
@@ -244,7 +253,7 @@ class Session:
         return self._cancel_epoch
 
     def set_choice(self, option_id: str, value: Any) -> None:
-        apply_choice(self.choices, self._runtime.settings, option_id, value)
+        apply_choice(self.choices, self.settings, option_id, value)
         self.gate.mode = self.choices.mode
         self._persist_choices()
         if option_id == MODE_OPTION:  # a mode switched mid-delegation holds for the running children too
@@ -265,20 +274,53 @@ class Session:
         server that fails. The manager calls this as it opens the session.
         """
         settings = self._runtime.settings
-        if not settings.mcp_servers and not from_editor:
+        project = self.trust.project.mcp_servers if self.trust.trusted and self.trust.project is not None else ()
+        if not settings.mcp_servers and not from_editor and not project:
             return
-        from acp_hermes_tools.mcp.servers import McpServers
         from acp_hermes_tools.mcp.specs import merged, parse_configured
 
         configured, problems = parse_configured(settings.mcp_servers)
         for problem in problems:
             self._notify(f"⚠️ Ignoring an MCP server in the config: {problem}")
         specs = merged(configured, from_editor)
+        # A trusted workspace's approved servers (core.trust), under names neither the user's config nor
+        # the editor uses.
+        self.trust.forget_started()
+        specs += self.trust.startable({*settings.mcp_servers, *(spec.name for spec in specs)})
+        if specs:
+            self.mcp = None  # opened again (a load of a live session): a fresh set, as before
+            self.add_mcp_servers(specs)
+
+    def add_mcp_servers(self, specs: Sequence[McpServerSpec]) -> None:
+        """Start ``specs`` beside the session's running servers, in the background."""
         if not specs:
             return
-        self.mcp = McpServers(specs, self.cwd, on_change=self._mcp_changed)
-        self.mcp.start(self._spawn)
+        if self.mcp is None:
+            from acp_hermes_tools.mcp.servers import McpServers
+
+            self.mcp = McpServers(specs, self.cwd, on_change=self._mcp_changed)
+            self.mcp.start(self._spawn)
+        else:
+            self.mcp.add(specs, self._spawn)
         log.info("session %s: connecting %d MCP server(s)", self.id, len(specs))
+
+    async def reload_workspace(self) -> None:
+        """The workspace's trust changed while the session runs (``core.trust``): the system prompt is
+        built again unless it was built so already — the session's one extra prompt-cache miss — and
+        stored; skills, hints, the project's shared grants and its MCP servers follow the new standing."""
+        trusted, runtime = self.trust.trusted, self._runtime
+        if self.trust.prompt_trusted != trusted:
+            prompt = await anyio.to_thread.run_sync(self._rebuild_prompt)
+            segment = self.transcript.session_id
+            await anyio.to_thread.run_sync(lambda: self.db.update_session(segment, system_prompt=prompt))
+            self.system_prompt = prompt
+        skills = await anyio.to_thread.run_sync(runtime.skills_for, self.cwd, trusted)
+        self.tools = replace(self.tools, services=replace(self.tools.services, skills=skills))
+        self._hints.enabled = trusted
+        self.gate.shared_commands = self.trust.shared_commands
+        self._own_registry, self._mcp_registry = None, None  # the project's settings may change delegation
+        if not trusted and self.mcp is not None:
+            self.mcp.drop("project")
 
     def _mcp_changed(self, connection: McpConnection) -> None:
         if connection.status == "failed" and not self.closed:
@@ -667,7 +709,7 @@ class Session:
     def _compaction_due(self, context_tokens: int) -> bool:
         from acp_hermes.core.compression import should_compress
 
-        settings = self._runtime.settings
+        settings = self.settings
         window = context_window(self.choices.model, settings)
         return settings.compression and should_compress(context_tokens, window, settings.compression_threshold)
 
@@ -691,7 +733,7 @@ class Session:
     def _compaction_target(self) -> CompactionTarget:
         from acp_hermes.core.compactor import CompactionTarget
 
-        settings = self._runtime.settings
+        settings = self.settings
         return CompactionTarget(
             root_id=self.id, transcript=self.transcript, system_prompt=self.system_prompt,
             model=self.choices.model, window=context_window(self.choices.model, settings),

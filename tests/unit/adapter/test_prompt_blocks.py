@@ -103,10 +103,13 @@ def test_an_unsupported_part_replays_as_a_placeholder() -> None:
 class FakeSession:
     id = "s1"
     subagent = None
+    cancel_epoch = 0
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
         self.tools = SimpleNamespace(services=ToolServices())  # no skills: no /<skill> expansion
+        self.choices = SimpleNamespace(model="claude-sonnet-5-5", thought_level="off")
+        self.trust = SimpleNamespace(settled=True)  # nothing to ask about the workspace before a turn
 
     async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None) -> str:
         self.prompts.append(list(parts))
