@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.events import AgentText, EventSink
+from acp_hermes.model.messages import Block, Text
 
 if TYPE_CHECKING:
     from acp_hermes.core.transcript import Transcript
@@ -49,7 +50,7 @@ class JobNotices:
         self._turn_running = False
         self._held: list[JobEnded] = []  # shown to the user, not yet told to the model
 
-    def turn_started(self) -> list[dict[str, Any]]:
+    def turn_started(self) -> list[Block]:
         """A turn begins: the notes of the jobs that ended since the last one, as text blocks to add to
         the user's message. Installs the end-of-job hook on the first call."""
         if self._jobs is None:
@@ -59,7 +60,7 @@ class JobNotices:
             self._jobs.on_end = on_event_loop(self._job_ended)
         self._turn_running = True
         ended, self._held = [*self._held, *self._jobs.take_ended()], []
-        return [{"type": "text", "text": item.note()} for item in ended]
+        return [Text(item.note()) for item in ended]
 
     def pending_notes(self) -> str:
         """For the loop: the notes of jobs that ended since, to append to the tool result it makes."""

@@ -25,14 +25,13 @@ from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
 from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.core.web import REFUSED_NOTICE, WebTools, model_warning, outcome, presented
+from acp_hermes.model.messages import Block, ServerToolResult, ServerToolUse, Text, ToolUse
 from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
     Provider,
-    ServerToolResult,
     ServerToolsRejected,
-    ServerToolUse,
     TextDelta,
     ThinkingDelta,
     ToolUseReady,
@@ -181,7 +180,7 @@ class AgentLoop:
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
 
     async def run_turn(
-        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
+        self, content: Sequence[Block], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
     ) -> TurnResult:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
         ended = False
@@ -201,7 +200,7 @@ class AgentLoop:
                       usage.cache_write_tokens)
 
     async def _turn(
-        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
+        self, content: Sequence[Block], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
     ) -> TurnResult:
         result = self.result = TurnResult("end_turn")
         await self._transcript.add_user(content, plain_text, prompt)
@@ -222,7 +221,7 @@ class AgentLoop:
             completed = await self._model_call(settings, result)
             if completed is None:
                 return result
-            calls = [self._open[b["id"]].call for b in completed.content if b.get("type") == "tool_use"]
+            calls = [self._open[b.id].call for b in completed.content if isinstance(b, ToolUse)]
             if completed.stop_reason == "tool_use" and calls:
                 share = budget_share(result.model_calls, settings.max_iterations)
                 if share > pressure:
@@ -314,7 +313,7 @@ class AgentLoop:
                 elif isinstance(event, ServerToolUse):
                     await self._announce_server(event)
                 elif isinstance(event, ServerToolResult):
-                    await self._finish_server(event.block)
+                    await self._finish_server(event)
                 elif isinstance(event, Completed):
                     completed = event
                     if scrubber is not None and (rest := scrubber.flush()):
@@ -344,8 +343,8 @@ class AgentLoop:
             self._controls.spent(completed.usage)
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
         announced = {
-            b["id"]: AnnouncedCall(self._open[b["id"]].title, self._open[b["id"]].kind, self._open[b["id"]].locations)
-            for b in completed.content if b.get("type") == "tool_use"
+            b.id: AnnouncedCall(self._open[b.id].title, self._open[b.id].kind, self._open[b.id].locations)
+            for b in completed.content if isinstance(b, ToolUse)
         }
         if completed.stop_reason != "pause_turn":  # a paused message's web call goes on in the next one
             await self._close_server_calls("The model API did not finish this call.")
@@ -381,8 +380,8 @@ class AgentLoop:
         self._server_open[event.id] = _Call(call, shown.title, shown.kind)
         await self._sink.emit(ToolCallStarted(event.id, event.name, shown.title, shown.kind, event.input))
 
-    async def _finish_server(self, block: dict[str, Any]) -> None:
-        call_id = str(block.get("tool_use_id"))
+    async def _finish_server(self, block: ServerToolResult) -> None:
+        call_id = block.tool_use_id
         if call_id not in self._server_open:
             return  # a result for a call this turn never saw begin: nothing to close
         found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
@@ -405,7 +404,7 @@ class AgentLoop:
             await self._end_server_call(record, False, reason)
 
     def _announced_every_call(self, completed: Completed) -> bool:
-        return all(b.get("id") in self._open for b in completed.content if b.get("type") == "tool_use")
+        return all(b.id in self._open for b in completed.content if isinstance(b, ToolUse))
 
     async def _end_early(self, message_id: str, text: list[str], thinking: list[str], problem: str) -> None:
         """A model message that could not be completed: keep what was shown (marked incomplete), close
@@ -421,7 +420,7 @@ class AgentLoop:
         shown = "".join(text)
         if not shown and not thinking:
             return
-        content = [{"type": "text", "text": shown}] if shown else []
+        content = [Text(shown)] if shown else []
         await self._transcript.add_assistant(
             content,
             message_id=message_id,
@@ -525,7 +524,7 @@ class AgentLoop:
                             reason, False, display, record.locations)  # replayed as it was shown
             )
         # The last assistant message and the results stored so far (a batch may be half done).
-        unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}
+        unanswered = {call.id for call in self._transcript.last_calls_left_open()}
         await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.model.messages import Message, Text
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
 from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
@@ -97,7 +98,7 @@ class Proposal:
 class ReviewTarget:
     """What a review needs of its session (handed over by the session: no cycle)."""
 
-    messages: list[dict[str, Any]]  # a snapshot
+    messages: list[Message]  # a snapshot (messages are immutable)
     system_prompt: str
     settings: TurnSettings
     provider: Provider
@@ -128,8 +129,7 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[U
                      transcript=_Scratch(target.messages), system_prompt=target.system_prompt,
                      make_context=make_context, scope=target.scope)
     settings = replace(target.settings, max_iterations=MAX_REVIEW_CALLS, thinking_budget=None)
-    content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
-    result = await loop.run_turn(content, instruction, [TextPart(instruction)], settings)
+    result = await loop.run_turn([Text(instruction)], instruction, [TextPart(instruction)], settings)
     target.proposals.extend(gate.held_proposals(sink.started))
     log.info("background review ended (%s, %d model calls, %d held)", result.stop_reason, result.model_calls,
              len(gate.held))
@@ -139,7 +139,7 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[U
 class _Scratch(Transcript):
     """The review's own conversation: kept in memory only (the session's history is untouched)."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, messages: list[Message]) -> None:
         self.session_id = "review"
         self.messages = list(messages)
         self.client_message_id = None

@@ -28,6 +28,7 @@ from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
 from acp_hermes.core.transcript import Transcript, final_answer
+from acp_hermes.model.messages import Text
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes.model.types import Usage
 from acp_hermes.permissions.gate import Asker, PermissionGate
@@ -414,7 +415,7 @@ class Session:
             return False
         async with self._steer_order:  # converted one at a time, so steers arrive in the order they were sent
             converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
-            content = ({"type": "text", "text": STEER_NOTE}, *converted.content)
+            content = (Text(STEER_NOTE), *converted.content)
             return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
@@ -435,11 +436,11 @@ class Session:
         attached = attached_paths(parts, self.cwd)
         hint = await anyio.to_thread.run_sync(self._hints.check_paths, attached) if attached else ""
         if hint.strip():  # attached files count as touched, like the paths of tool calls
-            content.append({"type": "text", "text": hint.strip()})
+            content.append(Text(hint.strip()))
         if self.choices.mode is Mode.PLAN:
-            content.append({"type": "text", "text": PLAN_MODE_NOTE})
+            content.append(Text(PLAN_MODE_NOTE))
         content.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
-        content.extend({"type": "text", "text": note} for note in self._notes)  # e.g. files rolled back
+        content.extend(Text(note) for note in self._notes)  # e.g. files rolled back
         self._notes.clear()
         if providers is not None:  # recall for this message: in it, fenced; never in the system prompt
             from acp_hermes.core.memory_fence import memory_context_block
@@ -447,7 +448,7 @@ class Session:
             self._provider_turns += 1
             recall = await providers.recall(self.id, self.cwd, self._provider_turns, converted.plain_text, self._notify)
             if recall:
-                content.append({"type": "text", "text": memory_context_block(recall)})
+                content.append(Text(memory_context_block(recall)))
         if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
@@ -533,6 +534,13 @@ class Session:
         if self.subagent is None and self.settings.memory.providers:
             self._runtime.memory_providers.hook(self.id, name, *args, **kwargs)
 
+    def _hook_with_history(self, name: str) -> None:
+        """``memory_hook`` with the conversation, in the form the provider's plugin API knows (the API's)."""
+        if self.subagent is None and self.settings.memory.providers:
+            from acp_hermes.model.provider import messages_to_wire
+
+            self._runtime.memory_providers.hook(self.id, name, messages_to_wire(self.transcript.messages))
+
     def _tool_finished(self, call: ToolCall, result: ToolResult) -> None:
         """A call of this session's turn finished: a change to the built-in memory reaches the provider."""
         args = call.arguments or {}
@@ -581,12 +589,10 @@ class Session:
 
     async def _review(self, *, memory: bool, skills: bool) -> None:
         """A background review of the conversation as it is now (see ``core.review``)."""
-        import copy
-
         from acp_hermes.core.review import ReviewTarget, review
 
         target = ReviewTarget(
-            messages=copy.deepcopy(self.transcript.messages), system_prompt=self.system_prompt,
+            messages=list(self.transcript.messages), system_prompt=self.system_prompt,
             settings=self._turn_settings(), provider=self._runtime.provider, registry=self._runtime.registry,
             scope=self.tools, editor=self.editor, gate=self.gate, sink=self._sink, transcript=self.transcript,
             proposals=self.proposals,
@@ -653,7 +659,7 @@ class Session:
         from acp_hermes.core.compactor import compact
 
         target = self._compaction_target()
-        self.memory_hook("on_pre_compress", list(self.transcript.messages))
+        self._hook_with_history("on_pre_compress")
         compaction = await compact(target, focus=focus, manual=manual)
         if compaction.done:
             self.transcript, self.system_prompt = target.transcript, target.system_prompt
@@ -768,7 +774,7 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
-        self.memory_hook("on_session_end", list(self.transcript.messages))
+        self._hook_with_history("on_session_end")
         if self.mcp is not None:
             self.mcp.stop()
         self.tools.state.close()  # background commands end with the session

@@ -11,9 +11,8 @@ taken by the running turn or handed back, never lost between the two.
 
 from __future__ import annotations
 
-from typing import Any
-
 from acp_hermes.core.user_prompt import PromptPart
+from acp_hermes.model.messages import Block
 from acp_hermes_memory.values import value
 
 STEER_NOTE = "[The user sent this while you were working; take it into account from here on:]"
@@ -23,7 +22,7 @@ STEER_NOTE = "[The user sent this while you were working; take it into account f
 class Steer:
     """One steer: the blocks the model reads, and the user's words as they are stored and shown."""
 
-    content: tuple[dict[str, Any], ...]
+    content: tuple[Block, ...]
     plain_text: str
     parts: tuple[PromptPart, ...]
     client_message_id: str | None = None

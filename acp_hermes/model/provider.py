@@ -1,5 +1,9 @@
 """The Anthropic provider: request building, prompt-cache breakpoints, streaming, retries, usage.
 
+It is also the one place that turns the core's typed conversation (``model.messages``) into the
+Messages API's JSON and back: requests, streamed answers, and the payloads the SessionDB stores (which
+keep the API's form, so sessions stored by any build load unchanged).
+
 The ``anthropic`` SDK is imported on first use only, so answering ``initialize`` and
 ``session/new`` never pays for it, and lazily (``load_sdk``): its packages' ``__init__`` files,
 which re-export every type of the API, run only for the names used, so the client and the
@@ -22,13 +26,25 @@ import anyio
 
 from acp_hermes.config import Settings
 from acp_hermes.model.lazy_packages import lazy_packages
+from acp_hermes.model.messages import (
+    Block,
+    FetchedPage,
+    Image,
+    Message,
+    Other,
+    SearchHit,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
-    ServerToolResult,
     ServerToolsRejected,
-    ServerToolUse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -55,6 +71,154 @@ def load_sdk() -> None:
         import anthropic
 
         anthropic._setup_logging()  # what its __init__ does besides re-exporting: ANTHROPIC_LOG
+
+
+# -- the conversation on the wire, both ways ------------------------------------------------------
+
+
+def block_to_wire(block: Block) -> dict[str, Any]:
+    """``block`` as the Messages API writes it: as it came, when it came from there or from a row."""
+    if block.raw is not None:
+        return block.raw
+    return _canonical(block)
+
+
+def _canonical(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Thinking):
+        if block.redacted:
+            return {"type": "redacted_thinking", "data": block.text}
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    if isinstance(block, ToolUse):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResult):
+        content = block.content if isinstance(block.content, str) else blocks_to_wire(block.content)
+        wire: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content}
+        if block.is_error:
+            wire["is_error"] = True
+        return wire
+    if isinstance(block, Image):
+        source = ({"type": "url", "url": block.url} if block.url else
+                  {"type": "base64", "media_type": block.media_type, "data": block.data})
+        return {"type": "image", "source": source}
+    if isinstance(block, ServerToolUse):
+        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.raw  # ServerToolResult, Other: only ever as they came
+
+
+def block_from_wire(data: dict[str, Any]) -> Block:
+    """A block of the Messages API (streamed, or read back from a stored payload) in the core's terms."""
+    block = _typed(data)
+    if isinstance(block, (ServerToolResult, Other)):
+        return block
+    raw = data if block.raw is None else block.raw
+    if _same(_canonical(block), raw):  # the fields rebuild it exactly: the dict is not worth keeping
+        return block if block.raw is None else _with_raw(block, None)
+    return _with_raw(block, raw)
+
+
+def _same(made: Any, given: Any) -> bool:
+    """Equal down to the order of keys and the type of each value (what the JSON bytes show)."""
+    if isinstance(made, dict):
+        return (isinstance(given, dict) and list(made) == list(given)
+                and all(_same(item, given[key]) for key, item in made.items()))
+    if isinstance(made, list):
+        return (isinstance(given, list) and len(made) == len(given)
+                and all(_same(a, b) for a, b in zip(made, given, strict=True)))
+    return type(made) is type(given) and made == given
+
+
+def _typed(data: dict[str, Any]) -> Block:
+    kind = str(data.get("type"))
+    if kind == "text":
+        return Text(str(data.get("text") or ""))
+    if kind in ("thinking", "redacted_thinking"):
+        if kind == "redacted_thinking":
+            return Thinking(str(data.get("data") or ""), redacted=True)
+        return Thinking(str(data.get("thinking") or ""), str(data.get("signature") or ""))
+    if kind in ("tool_use", "server_tool_use"):
+        arguments = data.get("input")
+        valid = arguments if isinstance(arguments, dict) else {}
+        made = ToolUse if kind == "tool_use" else ServerToolUse
+        # Input that is not an object would be refused by the API: it goes as {} (in the same place).
+        return made(str(data.get("id")), str(data.get("name")), valid,
+                    None if isinstance(arguments, dict) else {**data, "input": {}})
+    if kind == "tool_result":
+        content = data.get("content")
+        inner: str | tuple[Block, ...] = (blocks_from_wire(content) if isinstance(content, list)
+                                          else content if isinstance(content, str) else str(content or ""))
+        return ToolResult(str(data.get("tool_use_id")), inner, bool(data.get("is_error")))
+    if kind == "image":
+        source = data.get("source")
+        if isinstance(source, dict) and source.get("type") == "url":
+            return Image(url=str(source.get("url") or ""))
+        if isinstance(source, dict) and source.get("type") == "base64":
+            return Image(str(source.get("media_type") or ""), str(source.get("data") or ""))
+    if kind.endswith("_tool_result"):  # web_search_tool_result, web_fetch_tool_result
+        return _server_result(data, kind.removesuffix("_tool_result"))
+    return Other(data)
+
+
+def _with_raw(block: Block, raw: dict[str, Any] | None) -> Block:
+    if isinstance(block, Text):
+        return Text(block.text, raw)
+    if isinstance(block, Thinking):
+        return Thinking(block.text, block.signature, block.redacted, raw)
+    if isinstance(block, ToolUse):
+        return ToolUse(block.id, block.name, block.input, raw)
+    if isinstance(block, ToolResult):
+        return ToolResult(block.tool_use_id, block.content, block.is_error, raw)
+    if isinstance(block, Image):
+        return Image(block.media_type, block.data, block.url, raw)
+    if isinstance(block, ServerToolUse):
+        return ServerToolUse(block.id, block.name, block.input, raw)
+    return block
+
+
+def _server_result(data: dict[str, Any], tool: str) -> ServerToolResult:
+    """What a server tool's result block says, for the agent to show; the block itself goes back as it came."""
+    call_id = str(data.get("tool_use_id"))
+    content = data.get("content")
+    if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+        return ServerToolResult(call_id, tool, data, error_code=str(content.get("error_code") or "unknown"))
+    if tool == "web_search":
+        hits = tuple(SearchHit(str(item.get("title") or item.get("url") or ""), str(item.get("url") or ""))
+                     for item in content if isinstance(item, dict)) if isinstance(content, list) else ()
+        return ServerToolResult(call_id, tool, data, hits=hits)
+    page = content if isinstance(content, dict) else {}
+    url = str(page.get("url") or "")
+    document = page.get("content")
+    if not isinstance(document, dict):
+        document = {}
+    source = document.get("source")
+    text = source.get("data") if isinstance(source, dict) and source.get("type") == "text" else None
+    return ServerToolResult(call_id, tool, data, page=FetchedPage(url, str(document.get("title") or url),
+                                                                  text if isinstance(text, str) else None))
+
+
+def blocks_to_wire(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    return [block_to_wire(block) for block in blocks]
+
+
+def blocks_from_wire(content: Any) -> tuple[Block, ...]:
+    """A message's content (a list of blocks, or plain text) in the core's terms; what is not a block
+    is left out (the API would refuse it)."""
+    if isinstance(content, str):
+        return (Text(content),) if content else ()
+    return tuple(block_from_wire(block) for block in content or () if isinstance(block, dict))
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": blocks_to_wire(message.blocks)}
+
+
+def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [message_to_wire(message) for message in messages]
+
+
+def message_from_wire(data: dict[str, Any]) -> Message:
+    return Message(str(data.get("role")), blocks_from_wire(data.get("content")))
 
 
 def with_cache_breakpoints(
@@ -107,7 +271,7 @@ def request_body(request: ModelRequest) -> dict[str, Any]:
     """The Messages API request for ``request``: cache breakpoints placed, same-role neighbours
     merged, the thinking budget added on top of the output budget. The history is not altered."""
     system, messages = with_cache_breakpoints(
-        request.system, merge_consecutive_roles(request.messages), request.cache_ttl
+        request.system, merge_consecutive_roles(messages_to_wire(request.messages)), request.cache_ttl
     )
     params: dict[str, Any] = {
         "model": request.model,
@@ -371,7 +535,7 @@ class AnthropicProvider:
             calls = sum(1 for block in content if block["type"] == "tool_use")
             log.debug("model message: stop %s, %d blocks (%d tool calls), %s, %.0f ms", acc.stop_reason, len(content),
                       calls, _usage_text(acc.usage), _elapsed_ms(sent))
-        yield Completed(acc.content(), acc.stop_reason, acc.usage)
+        yield Completed(tuple(block_from_wire(block) for block in acc.content()), acc.stop_reason, acc.usage)
 
     def _absorb(self, acc: _Accumulator, event: Any) -> list[StreamEvent]:
         kind = event.type
@@ -405,10 +569,12 @@ class AnthropicProvider:
                 arguments = _parse_arguments(raw)
                 block["input"] = arguments if arguments is not None else {}
                 if block["type"] == "server_tool_use":
-                    return [ServerToolUse(block["id"], block["name"], block["input"])]
+                    started = block_from_wire(block)
+                    return [started] if isinstance(started, ServerToolUse) else []
                 return [ToolUseReady(block["id"], block["name"], arguments, raw)]
             if block is not None and block["type"].endswith("_tool_result"):  # web_search_/web_fetch_tool_result
-                return [ServerToolResult(block)]
+                finished = block_from_wire(block)
+                return [finished] if isinstance(finished, ServerToolResult) else []
         elif kind == "message_delta":
             if event.delta.stop_reason:
                 acc.stop_reason = event.delta.stop_reason

@@ -12,6 +12,7 @@ from acp_hermes.core.transcript import StoredToolCall, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
+from tests.support.wire import wire
 
 pytestmark = pytest.mark.anyio
 SUMMARY = "## Goal\nShip the parser.\n## Critical Context\nThe user is called Ada; config lives in conf/app.toml."
@@ -35,13 +36,13 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
 
     assert compaction.done and compaction.after_tokens < compaction.before_tokens
     flush = env.provider.requests[-1]
-    assert FLUSH_INSTRUCTION in str(flush.messages[-1]["content"])
+    assert FLUSH_INSTRUCTION in str(wire(flush.messages)[-1]["content"])
     assert "The user is Ada." in (env.runtime.paths.memories / "USER.md").read_text()
     replayed = [m for m in stored_messages(env.runtime.db.conversation(root)) if isinstance(m, StoredToolCall)]
     assert [m.name for m in replayed] == ["memory", "compact"]  # the flush's write is replayed by a load too
     system, prompt = env.provider.auxiliary_prompts[-1]
     assert "Goal" in system + prompt and "the parser" in prompt
-    history = session.transcript.messages
+    history = wire(session.transcript.messages)
     assert any(SUMMARY_MARKER in str(m["content"]) and "Ada" in str(m["content"]) for m in history)
     assert FLUSH_INSTRUCTION not in str(history)  # the flush left no trace
     assert history[0]["content"][0]["text"].startswith("question 0")  # the first exchange is kept whole
@@ -62,7 +63,7 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
 
     env.provider.script(text("still with you"))
     assert await session.prompt([TextPart("what is my name?")]) == "end_turn"
-    assert SUMMARY_MARKER in str(env.provider.requests[-1].messages)
+    assert SUMMARY_MARKER in str(wire(env.provider.requests[-1].messages))
 
 
 async def test_a_restored_session_continues_from_the_summary_and_replays_everything(env: Env) -> None:
@@ -105,7 +106,7 @@ async def test_a_full_context_is_compacted_before_the_next_turn(env: Env) -> Non
     env.provider.script_auxiliary(SUMMARY)
     assert await session.prompt([TextPart("next")]) == "end_turn"
     assert len(env.runtime.db.segments(session.id)) == 2
-    assert SUMMARY_MARKER in str(env.provider.requests[-1].messages)
+    assert SUMMARY_MARKER in str(wire(env.provider.requests[-1].messages))
 
 
 async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(env: Env) -> None:

@@ -14,6 +14,7 @@ from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.types import Usage
 from acp_hermes_tools import CORE_TOOL_NAMES
 from acp_hermes_tools.registry import ToolError
+from tests.support.wire import typed
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -156,12 +157,12 @@ def test_final_answer_is_the_last_assistant_text() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "file text"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Found "}, {"type": "text", "text": "it."}]},
     ]
-    assert final_answer(messages) == "Found it."
+    assert final_answer(typed(messages)) == "Found it."
     # A last message of only tool calls (a turn that stopped at its limit): the text before it counts.
     stopped = [*messages[:3], {"role": "assistant", "content": [
         {"type": "tool_use", "id": "t2", "name": "read_file", "input": {}}]}]
-    assert final_answer(stopped) == "First look."
-    assert final_answer([{"role": "user", "content": "x"}, {"role": "assistant", "content": "plain"}]) == "plain"
-    assert final_answer([{"role": "assistant", "content": [{"type": "text", "text": "  "}]}]) == ""
-    assert final_answer([{"role": "user", "content": "only a question"}]) == ""
+    assert final_answer(typed(stopped)) == "First look."
+    assert final_answer(typed([{"role": "user", "content": "x"}, {"role": "assistant", "content": "plain"}])) == "plain"
+    assert final_answer(typed([{"role": "assistant", "content": [{"type": "text", "text": "  "}]}])) == ""
+    assert final_answer(typed([{"role": "user", "content": "only a question"}])) == ""
     assert final_answer([]) == ""

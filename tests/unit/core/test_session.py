@@ -19,6 +19,7 @@ from acp_hermes.permissions.modes import Mode
 from acp_hermes_tools.contracts import TextDisplay
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
+from tests.support.wire import blocks, wire
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
     session = await env.manager().create(env.cwd, ())
     assert await ask(session, "what is in a.txt?") == "end_turn"
     live = session.transcript.messages
-    assert [m["role"] for m in live] == ["user", "assistant", "user", "assistant"]
+    assert [m["role"] for m in wire(live)] == ["user", "assistant", "user", "assistant"]
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored is not session
@@ -55,7 +56,7 @@ async def test_restored_session_continues_the_conversation(env: Env) -> None:
     await ask(session, "one")
     restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert await ask(restored, "two") == "end_turn"
-    sent = env.provider.requests[-1].messages
+    sent = wire(env.provider.requests[-1].messages)
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == [{"type": "text", "text": "first answer"}]
     assert env.provider.requests[-1].system == session.system_prompt
@@ -106,7 +107,7 @@ async def test_choices_shape_the_next_request(env: Env) -> None:
     await ask(session, "plan it")
     request = env.provider.requests[0]
     assert request.thinking_budget == env.runtime.settings.thinking_budgets["low"]
-    assert request.messages[0]["content"][-1] == {"type": "text", "text": PLAN_MODE_NOTE}
+    assert wire(request.messages)[0]["content"][-1] == {"type": "text", "text": PLAN_MODE_NOTE}
 
 
 async def test_close_ends_the_session_and_refuses_later_prompts(env: Env) -> None:
@@ -153,13 +154,13 @@ async def test_cancel_stops_a_running_turn(env: Env) -> None:
 async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
     transcript = session.transcript
-    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     call = {"type": "tool_use", "id": "toolu_killed", "name": "terminal", "input": {"command": "make"}}
-    await transcript.add_assistant([call], message_id="m1", text="", reasoning="", stop_reason="tool_use",
+    await transcript.add_assistant(blocks(call), message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
-    assert restored.transcript.messages[-1] == {"role": "user", "content": [
+    assert wire(restored.transcript.messages)[-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_killed", "content": INTERRUPTED, "is_error": True}]}
     assert unanswered_calls(restored.transcript.messages) == []
     assert rows[-1].role == "tool" and rows[-1].tool_call_id == "toolu_killed"
@@ -175,9 +176,9 @@ async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> 
 async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
     transcript = session.transcript
-    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"path": n}} for n in "ab"]
-    await transcript.add_assistant(calls, message_id="m1", text="", reasoning="", stop_reason="tool_use",
+    await transcript.add_assistant(blocks(*calls), message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
     done = ToolOutcome("toolu_a", "read_file", "Read a", "read", {"path": "a"}, "A", True, (TextDisplay("A"),), ())
     await transcript.add_tool_results([done])
@@ -200,6 +201,6 @@ async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, 
     far = ResourcePart(uri=f"file://{outside}/x.txt", text="x")
     assert await session.prompt([TextPart("look"), link, far]) == "end_turn"
     assert await session.prompt([TextPart("again"), link]) == "end_turn"
-    first, second = (str(request.messages[-1]["content"]) for request in env.provider.requests)
+    first, second = (str(wire(request.messages)[-1]["content"]) for request in env.provider.requests)
     assert "API rule: every handler validates its input." in first and "never loaded" not in first
     assert "API rule" not in second  # once per directory
