@@ -82,8 +82,9 @@ from stats import percentile  # noqa: E402  (bench/ is on sys.path: the script r
 
 from acp_hermes.adapter.client import ClientLink, SessionUpdates  # noqa: E402
 from acp_hermes.core.loop import AgentLoop, TurnControls  # noqa: E402
-from acp_hermes.core.steering import STEER_NOTE, Steer, Steering  # noqa: E402
+from acp_hermes.core.steering import Steer, Steering  # noqa: E402
 from acp_hermes.core.transcript import Transcript  # noqa: E402
+from acp_hermes.core.turn_input import STEER_NOTE  # noqa: E402
 from acp_hermes.core.user_prompt import TextPart  # noqa: E402
 from acp_hermes.model.messages import Message, Text, ToolResult, ToolUse  # noqa: E402
 from acp_hermes.testing.scripted_model import ModelRequest, Reply  # noqa: E402

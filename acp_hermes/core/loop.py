@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 
@@ -23,8 +23,9 @@ from acp_hermes.core.history import repaired
 from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
+from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share
 from acp_hermes.core.user_prompt import PromptPart
-from acp_hermes.core.web import REFUSED_NOTICE, WebTools, model_warning, outcome, presented
+from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
 from acp_hermes.model.messages import Block, ServerToolResult, ServerToolUse, Text, ToolUse
 from acp_hermes.model.types import (
     Completed,
@@ -85,10 +86,6 @@ class TurnControls:
     tool_finished: Callable[[ToolCall, ToolResult], None] | None = None  # each call's result, as it finishes
 
 
-class Hints(Protocol):
-    def check_tool_call(self, tool_name: str, args: dict[str, Any]) -> str: ...
-
-
 @dataclass(frozen=True, slots=True)
 class TurnSettings:
     model: str
@@ -107,7 +104,6 @@ class TurnResult:
     measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
     failure: str | None = None  # why the turn broke off (the model failed), told to the user
-    unsent_warnings: list[str] = field(default_factory=list)  # for the model: no tool result of this turn took them
 
 
 @dataclass
@@ -156,9 +152,8 @@ class AgentLoop:
         system_prompt: str,
         make_context: ContextFactory,
         scope: ToolScope,
-        hints: Hints | None = None,
+        notes: TurnInput | None = None,
         compact_if_due: CompactionHook | None = None,
-        pending_notes: Callable[[], str] | None = None,
         controls: TurnControls | None = None,
     ) -> None:
         self._provider = provider
@@ -168,14 +163,12 @@ class AgentLoop:
         self._system_prompt = system_prompt
         self._make_context = make_context
         self._scope = scope
-        self._hints = hints
+        self.notes = notes or TurnInput()  # what rides with the tool results (hints, jobs that ended, warnings)
         self._compact_if_due = compact_if_due
-        self._pending_notes = pending_notes  # what the model should hear with the next tool result (jobs that ended)
         self._controls = controls or TurnControls()
         self._open: dict[str, _Call] = {}
         self._server_open: dict[str, _Call] = {}  # the API's web calls shown and not finished yet
         self._server_done: list[ToolOutcome] = []  # those of the current message that finished, kept with it
-        self._budget_note = ""  # added to the next tool result, then cleared
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
 
@@ -224,9 +217,9 @@ class AgentLoop:
             calls = [self._open[b.id].call for b in completed.content if isinstance(b, ToolUse)]
             if completed.stop_reason == "tool_use" and calls:
                 share = budget_share(result.model_calls, settings.max_iterations)
-                if share > pressure:
+                if share > pressure:  # a nudge inside the conversation (the next tool result), not a new message
                     pressure = share
-                    self._budget_note = budget_note(result.model_calls, settings.max_iterations, share)
+                    self.notes.add(BudgetPressure(result.model_calls, settings.max_iterations, share))
                 await self._run_tools(calls)
                 if self._handover is not None:
                     await self._hand_over()
@@ -387,7 +380,7 @@ class AgentLoop:
         found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
         record = self._server_open.pop(call_id)
         if found.threats:  # the API's block goes back as it came: the warning rides with the next tool result
-            self.result.unsent_warnings.append(model_warning(record.call.name, record.title, found.threats))
+            self.notes.add(WebWarning(record.call.name, record.title, found.threats))
         await self._end_server_call(record, found.ok, found.text, found.raw_output)
 
     async def _end_server_call(self, record: _Call, ok: bool, text: str, raw_output: Any = None) -> None:
@@ -462,14 +455,7 @@ class AgentLoop:
             self._controls.tool_finished(call, result)
         log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",
                   (time.perf_counter() - began) * 1000)
-        text = result.text
-        if self._hints is not None and call.arguments:
-            text += self._hints.check_tool_call(call.name, call.arguments)
-        if self._pending_notes is not None:
-            text += self._pending_notes()
-        text += "".join(f"\n\n{warning}" for warning in self.result.unsent_warnings)
-        self.result.unsent_warnings.clear()
-        text, self._budget_note = text + self._budget_note, ""
+        text = self.notes.with_result(call.name, call.arguments, result.text)
         if result.ends_turn is not None:
             self._handover = result.ends_turn
         display = result.display or (TextDisplay(result.text, ""),)
@@ -541,18 +527,3 @@ async def run_beside_turn(call: ToolCall, title: str, kind: ToolKind, *, registr
         ok=result.ok, display=display, locations=(),
     ))
     return result
-
-
-BUDGET_MARKS = (0.7, 0.9)  # shares of the turn's model calls at which the model is asked to wrap up
-
-
-def budget_share(used: int, limit: int) -> float:
-    """The highest mark ``used`` of ``limit`` model calls has reached (0 below the first)."""
-    return max((mark for mark in BUDGET_MARKS if used >= mark * limit), default=0.0)
-
-
-def budget_note(used: int, limit: int, share: float) -> str:
-    """A line for the next tool result: a nudge inside the conversation, not a new message."""
-    urgency = "Start wrapping up" if share < max(BUDGET_MARKS) else "Wrap up now"
-    return (f"\n\n[Turn budget: {used} of {limit} model calls used ({share:.0%}). {urgency}: finish the "
-            "current step, then report what is done and what is left.]")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+from acp_hermes.core.turn_input import FilesRolledBack
 from acp_hermes_memory.text import counted
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
@@ -151,7 +152,7 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     restored = tuple(p for p in (*report.written, *report.deleted))
     done_nothing = failed and not restored and rewound is None
     await session.emit(ToolCallFinished(call_id, "failed" if done_nothing else "completed", display))
-    session.note_for_model(_model_note(number, restored, rewound is not None))
+    session.note_for_model(FilesRolledBack(number, restored, rewound is not None))
     summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
     return RollbackResult(True, summary, restored, skipped, failed, rewound)
 
@@ -260,14 +261,6 @@ def _summary(number: int, written: tuple[str, ...], deleted: tuple[str, ...], sk
     if after is not None:
         lines.append(f"`/rollback {after.number}` undoes this rollback.")
     return "\n".join(lines)
-
-
-def _model_note(number: int, restored: tuple[str, ...], rewound: bool) -> str:
-    if not restored:
-        return f"[The user rewound the conversation to checkpoint {number}; the files were not changed.]"
-    what = "the conversation and " if rewound else ""
-    return (f"[The user rolled back {what}these files to checkpoint {number}; they are no longer as you left them: "
-            f"{', '.join(restored[:20])}{' …' if len(restored) > 20 else ''}. Read them again before editing.]")
 
 
 def _names(paths: tuple[str, ...]) -> str:

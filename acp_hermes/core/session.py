@@ -28,7 +28,6 @@ from acp_hermes.core.events import Event, EventSink, UsageReported
 from acp_hermes.core.hints import SubdirectoryHintTracker
 from acp_hermes.core.runtime import Runtime, SessionAuxiliary
 from acp_hermes.core.transcript import Transcript, final_answer
-from acp_hermes.model.messages import Text
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes.model.types import Usage
 from acp_hermes.permissions.gate import Asker, PermissionGate
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.memory_providers import MemoryProviders
     from acp_hermes.core.review import Proposal
     from acp_hermes.core.steering import Steer
+    from acp_hermes.core.turn_input import Note
     from acp_hermes.core.user_prompt import PromptPart
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_tools.checkpoints import CheckpointStore
@@ -58,11 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MCP_TURN_WAIT_SECONDS = 10.0  # how long a turn waits for MCP servers still connecting before it starts without them
-
-PLAN_MODE_NOTE = (
-    "[Plan mode is on: the session is read-only. Explore with read-only tools and reply with a plan; "
-    "edits and commands will be refused.]"
-)
 
 
 class ChildMaker(Protocol):
@@ -194,7 +189,7 @@ class Session:
         self.proposals: list[Proposal] = []  # review writes held for the user's approval (default mode)
         self._reviews: set[anyio.CancelScope] = set()  # running background reviews: cancelled with the session
         self._naming_started = False
-        self._notes: list[str] = []  # for the model's next turn (note_for_model)
+        self._notes: list[Note] = []  # for the model's next turn (note_for_model)
         self.mcp: McpServers | None = None  # this session's MCP servers (connect_mcp)
         self._mcp_registry: tuple[int, ToolRegistry] | None = None  # the registry with their tools, by version
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
@@ -318,9 +313,9 @@ class Session:
         """The checked doors of a call the session makes itself (an export, a rollback)."""
         return self._tool_context(call_id, title, self._sink)
 
-    def note_for_model(self, text: str) -> None:
-        """Tell the model ``text`` at the start of its next turn (what changed under it meanwhile)."""
-        self._notes.append(text)
+    def note_for_model(self, note: Note) -> None:
+        """Tell the model ``note`` at the start of its next turn (what changed under it meanwhile)."""
+        self._notes.append(note)
 
     # -- rewinding the conversation
 
@@ -409,19 +404,21 @@ class Session:
         """Send ``parts`` into the running turn: the model reads them at its next request. False when no
         model turn runs (nothing was taken: the caller decides whether to start one)."""
         from acp_hermes.core.attachments import convert_prompt
-        from acp_hermes.core.steering import STEER_NOTE, Steer
+        from acp_hermes.core.steering import Steer
+        from acp_hermes.core.turn_input import steer_blocks
 
         if not self.steering.accepting:
             return False
         async with self._steer_order:  # converted one at a time, so steers arrive in the order they were sent
             converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
-            content = (Text(STEER_NOTE), *converted.content)
+            content = steer_blocks(converted.content)
             return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
 
     async def _run(self, parts: Sequence[PromptPart]) -> StopReason:
         # Only turns need these; the adapter warms them up right after session/new.
         from acp_hermes.core.attachments import attached_paths, convert_prompt
         from acp_hermes.core.loop import AgentLoop, TurnControls
+        from acp_hermes.core.turn_input import Hint, PlanMode, Recall, TurnInput
 
         own_turn = self.subagent is None  # a child's changes belong to its parent's turn (and checkpoint)
         providers = await self._memory_providers() if own_turn else None
@@ -432,23 +429,22 @@ class Session:
             registry.restore_state(self.tools, self.stored_tool_results)
             self.stored_tool_results = []
         converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.cwd)
-        content = list(converted.content)
+        notes: list[Note] = []
         attached = attached_paths(parts, self.cwd)
         hint = await anyio.to_thread.run_sync(self._hints.check_paths, attached) if attached else ""
         if hint.strip():  # attached files count as touched, like the paths of tool calls
-            content.append(Text(hint.strip()))
+            notes.append(Hint(hint.strip()))
         if self.choices.mode is Mode.PLAN:
-            content.append(Text(PLAN_MODE_NOTE))
-        content.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
-        content.extend(Text(note) for note in self._notes)  # e.g. files rolled back
+            notes.append(PlanMode())
+        notes.extend(self._job_notices.turn_started())  # jobs that ended since the last turn
+        notes.extend(self._notes)  # e.g. files rolled back
         self._notes.clear()
         if providers is not None:  # recall for this message: in it, fenced; never in the system prompt
-            from acp_hermes.core.memory_fence import memory_context_block
-
             self._provider_turns += 1
             recall = await providers.recall(self.id, self.cwd, self._provider_turns, converted.plain_text, self._notify)
             if recall:
-                content.append(Text(memory_context_block(recall)))
+                notes.append(Recall(recall))
+        content = TurnInput.opening(converted.content, notes)
         if self._compaction_due(self.context_tokens()):
             await self._compact()
         if self.proposals:
@@ -464,9 +460,8 @@ class Session:
             system_prompt=self.system_prompt,
             make_context=self._tool_context,
             scope=self.tools,
-            hints=self._hints,
+            notes=TurnInput(hints=self._hints, jobs=self._job_notices.ended),
             compact_if_due=self._compact_between_calls,
-            pending_notes=self._job_notices.pending_notes,
             controls=TurnControls(steering=self.steering if own_turn else None,
                                   stop_before_request=self.budget.exceeded, spent=self._spent,
                                   passed_at_end=self.budget.passed if own_turn else None,
@@ -488,7 +483,7 @@ class Session:
                         await self.checkpoints.end()
         result = loop.result  # also what a cancelled turn used before it stopped
         self.last_turn = result
-        self._notes.extend(result.unsent_warnings)  # a flagged web result's warning: with the next prompt
+        self._notes.extend(loop.notes.left_over())  # a flagged web result's warning: with the next prompt
         if result.model_calls:
             await self._account(result.usage, result.model_calls)
         if result.context_tokens:  # measured after any compaction of this turn; a cancelled call measured nothing
@@ -550,11 +545,11 @@ class Session:
 
     def _carry_undelivered(self, steers: Sequence[Steer]) -> None:
         """Steers a turn that stopped early never read go to the model with the next prompt."""
+        from acp_hermes.core.turn_input import UndeliveredSteer
         from acp_hermes_memory.text import one_line
 
         for steer in steers:
-            self.note_for_model(f"[The user sent this during the previous turn, which ended before you could read "
-                                f"it:]\n{steer.plain_text}")
+            self.note_for_model(UndeliveredSteer(steer.plain_text))
             self._notify(f"Your message “{one_line(steer.plain_text, 80)}” arrived as the turn stopped; it goes "
                          "to the model with your next prompt.")
 

@@ -15,8 +15,6 @@ from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.model.messages import Block
 from acp_hermes_memory.values import value
 
-STEER_NOTE = "[The user sent this while you were working; take it into account from here on:]"
-
 
 @value
 class Steer:

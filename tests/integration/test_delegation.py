@@ -20,8 +20,8 @@ import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError
 
-from acp_hermes.core.session import PLAN_MODE_NOTE
 from acp_hermes.core.system_prompt import SUBAGENT_IDENTITY
+from acp_hermes.core.turn_input import PLAN_MODE_NOTE
 from acp_hermes.testing.scripted_model import (
     HttpError,
     MessageReply,

@@ -22,6 +22,7 @@ from acp_hermes.core.loop import (
 )
 from acp_hermes.core.steering import Steer, Steering
 from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
+from acp_hermes.core.turn_input import TurnInput
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
@@ -122,7 +123,7 @@ def make_rig(
     transcript = Transcript(SESSION, db)
     loop = AgentLoop(provider=provider, registry=ToolRegistry([*FILE_TOOLS, TODO_TOOL, *extra]), sink=log,  # type: ignore[arg-type]
                      transcript=transcript, system_prompt="You are a test.", make_context=context, scope=scope,
-                     hints=hints, controls=controls)
+                     notes=TurnInput(hints=hints), controls=controls)
     return Rig(loop, provider, log, transcript, db)
 
 

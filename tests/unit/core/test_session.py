@@ -11,8 +11,9 @@ import pytest
 from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
 from acp_hermes.core.events import AgentText, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
-from acp_hermes.core.session import PLAN_MODE_NOTE, Session
+from acp_hermes.core.session import Session
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
+from acp_hermes.core.turn_input import PLAN_MODE_NOTE
 from acp_hermes.core.user_prompt import LinkPart, ResourcePart, TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
 from acp_hermes.permissions.modes import Mode
