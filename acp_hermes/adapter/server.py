@@ -276,7 +276,7 @@ class HermesAgent:
         while True:
             await anyio.sleep(SKILLS_POLL_SECONDS)
             for session in self.manager.live():
-                store = session.tools.services.skills
+                store = session.services.tools.services.skills
                 if store is not None and not await anyio.to_thread.run_sync(store.unchanged):
                     await self._announce_menu(session)
 

@@ -197,7 +197,7 @@ async def _flush_memories(target: CompactionTarget) -> None:
 
 
 async def _run_flush_call(target: CompactionTarget, block: ToolUse) -> None:
-    from acp_hermes.core.loop import run_beside_turn
+    from acp_hermes.core.side_calls import run_beside_turn
 
     call = ToolCall(block.id, block.name, block.input or {})
     presentation, kind = target.registry.presentation(call, target.scope)

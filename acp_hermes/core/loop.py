@@ -46,7 +46,6 @@ from acp_hermes_tools.contracts import (
     TextDisplay,
     ToolEvent,
     ToolEventSink,
-    ToolKind,
 )
 from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
 
@@ -512,18 +511,3 @@ class AgentLoop:
         # The last assistant message and the results stored so far (a batch may be half done).
         unanswered = {call.id for call in self._transcript.last_calls_left_open()}
         await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])
-
-
-async def run_beside_turn(call: ToolCall, title: str, kind: ToolKind, *, registry: ToolRegistry,
-                          sink: EventSink, make_context: ContextFactory, transcript: Transcript) -> ToolResult:
-    """One call the agent makes outside the model's history (a review's held proposal, the memory
-    flush before a compaction): shown like any call, stored for replay, never sent to the model."""
-    await sink.emit(ToolCallStarted(call.id, call.name, title, kind, call.arguments))
-    result = await registry.dispatch(call, make_context(call.id, title, sink))
-    display = result.display or (TextDisplay(result.text, ""),)
-    await sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
-    await transcript.add_side_call(ToolOutcome(
-        call_id=call.id, name=call.name, title=title, kind=kind, raw_input=call.arguments, text=result.text,
-        ok=result.ok, display=display, locations=(),
-    ))
-    return result

@@ -217,7 +217,7 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
                           transcript: Transcript,
                           make_context: Callable[[str, str, ToolEventSink], ToolContext]) -> None:
     """Put each held proposal to the user (the real gate asks with the diff); apply what is allowed."""
-    from acp_hermes.core.loop import run_beside_turn
+    from acp_hermes.core.side_calls import run_beside_turn
     from acp_hermes_tools.registry import ToolCall
 
     while proposals:

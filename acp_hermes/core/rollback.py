@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+from acp_hermes.core.side_calls import SideCall
 from acp_hermes.core.turn_input import FilesRolledBack
 from acp_hermes_memory.text import counted
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
 
 if TYPE_CHECKING:
-    from acp_hermes.core.checkpoints import Checkpoint
-    from acp_hermes.core.session import Session
+    from acp_hermes.core.checkpoints import Checkpoint, SessionCheckpoints
+    from acp_hermes.core.services import SessionServices
+    from acp_hermes.core.state import SessionState
     from acp_hermes_tools.checkpoints import CheckpointStore, FileState
 
 SHOWN_BYTES = 256 * 1024  # a file bigger than this is named in the preview, not diffed
@@ -59,10 +60,9 @@ class RollbackResult:
     refused: bool = False  # it could not be done (no such checkpoint, store off, the user said no)
 
 
-async def list_text(session: Session) -> str:
+async def list_text(checkpoints: SessionCheckpoints) -> str:
     """``/rollback`` without an argument: the session's checkpoints, each with the files a rollback to
     it would put back (those the agent changed since that are not as they were then)."""
-    checkpoints = session.checkpoints
     if not checkpoints.enabled:
         return "Checkpoints are off for this session (`checkpoints.enabled` in config.yaml, or the store failed)."
     entries = await checkpoints.entries()
@@ -84,14 +84,15 @@ async def list_text(session: Session) -> str:
     return "\n".join(lines)
 
 
-async def rollback(session: Session, number: int, *, path: str | None = None, include_edited: bool = False,
-                   conversation: bool = False, requested: bool = False, dry_run: bool = False) -> RollbackResult:
+async def rollback(state: SessionState, services: SessionServices, number: int, *, path: str | None = None,
+                   include_edited: bool = False, conversation: bool = False, requested: bool = False,
+                   dry_run: bool = False) -> RollbackResult:
     """Put back what the agent changed since checkpoint ``number`` (only ``path`` when given).
 
     ``conversation``: also rewind the conversation to before that checkpoint's turn. ``requested``: the
     client asked for exactly this (the rewind extension), so the mode decides without a question.
     """
-    checkpoints = session.checkpoints
+    checkpoints = services.checkpoints
     entry = await checkpoints.get(number)
     store = await checkpoints.store()
     if entry is None or store is None:
@@ -102,10 +103,10 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     if before is None:
         return RollbackResult(False, "Could not take a checkpoint of the workspace first, so nothing was restored.",
                               refused=True)
-    files = await _plan(session, store, entry, before, path)
+    files = await _plan(checkpoints, state.cwd, store, entry, before, path)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
     skipped = tuple(f.path for f in files if f not in chosen)
-    can_rewind = entry.prompt_row is not None and await session.can_rewind_to(entry.prompt_row)
+    can_rewind = entry.prompt_row is not None and await state.can_rewind_to(services.db, entry.prompt_row)
     rewind = conversation and can_rewind
     if dry_run or not files or not (chosen or rewind):
         await checkpoints.abandon()
@@ -117,42 +118,39 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
         else:
             message = f"Nothing to restore: what the agent changed since checkpoint {number} is as it was then."
         return RollbackResult(False, message, tuple(f.path for f in chosen), skipped)
-    call_id = f"rollback-{uuid.uuid4()}"
     title = f"Roll back to checkpoint {number} ({_when(entry.created_at)})"
-    root = session.cwd
+    root = state.cwd
     command = f"/rollback {number}" + (f" {path}" if path is not None else "")
     preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
     display = (*preview, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind,
                                  undo=before.number))
-    await session.emit(ToolCallStarted(call_id, "rollback", title, "edit", {"checkpoint": number, "path": path},
-                                       tuple(Location(str(root / f.path)) for f in chosen)))
-    ctx = session.tool_context(call_id, title)
-    try:
-        await ctx.authorize_restore([FileChange(root / f.path, None, None) for f in chosen],
-                                    _allow_label(len(chosen), rewind), display, requested=requested)
-    except PermissionDenied as refused:
-        await checkpoints.abandon()
-        await session.emit(ToolCallFinished(call_id, "failed", (*display, TextDisplay(refused.shown))))
-        return RollbackResult(False, refused.shown, refused=True)
-    from acp_hermes_tools.checkpoints import CheckpointError
+    async with SideCall(services.sink, services.tool_context, f"rollback-{uuid.uuid4()}", "rollback", title, "edit",
+                        {"checkpoint": number, "path": path}, [Location(str(root / f.path)) for f in chosen]) as card:
+        try:
+            await card.ctx.authorize_restore([FileChange(root / f.path, None, None) for f in chosen],
+                                             _allow_label(len(chosen), rewind), display, requested=requested)
+        except PermissionDenied as refused:
+            await checkpoints.abandon()
+            await card.finish(False, (*display, TextDisplay(refused.shown)))
+            return RollbackResult(False, refused.shown, refused=True)
+        from acp_hermes_tools.checkpoints import CheckpointError
 
-    try:
-        report = await ctx.restore_files([root / f.path for f in chosen],
-                                         lambda: store.restore({f.path: f.target for f in chosen}))
-    except CheckpointError as failure:  # the store broke under it: each file is before or after, said so
-        await checkpoints.end()
-        await session.emit(ToolCallFinished(call_id, "failed", display))
-        return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
-                              "`/rollback` lists the checkpoints.", refused=True)
-    after = await checkpoints.end()
-    rewound = None
-    if rewind and entry.prompt_row is not None:
-        rewound = await session.rewind_conversation(entry.prompt_row)
-    failed = tuple(failure[0] for failure in report.failed)
-    restored = tuple(p for p in (*report.written, *report.deleted))
-    done_nothing = failed and not restored and rewound is None
-    await session.emit(ToolCallFinished(call_id, "failed" if done_nothing else "completed", display))
-    session.note_for_model(FilesRolledBack(number, restored, rewound is not None))
+        try:
+            report = await card.ctx.restore_files([root / f.path for f in chosen],
+                                                  lambda: store.restore({f.path: f.target for f in chosen}))
+        except CheckpointError as failure:  # the store broke under it: each file is before or after, said so
+            await checkpoints.end()
+            await card.finish(False, display)
+            return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
+                                  "`/rollback` lists the checkpoints.", refused=True)
+        after = await checkpoints.end()
+        rewound = None
+        if rewind and entry.prompt_row is not None:
+            rewound = await state.rewind_conversation(services.db, entry.prompt_row)
+        failed = tuple(failure[0] for failure in report.failed)
+        restored = tuple(p for p in (*report.written, *report.deleted))
+        await card.finish(not (failed and not restored and rewound is None), display)
+    state.notes.append(FilesRolledBack(number, restored, rewound is not None))  # told with the next prompt
     summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
     return RollbackResult(True, summary, restored, skipped, failed, rewound)
 
@@ -191,10 +189,10 @@ def _pronoun(paths: tuple[str, ...] | list[str]) -> str:
     return "it" if len(paths) == 1 else "them"
 
 
-async def _plan(session: Session, store: CheckpointStore, entry: Checkpoint, before: Checkpoint,
-                only: str | None) -> list[FilePlan]:
-    agent = await session.checkpoints.agent_changes(entry.number, now=before.commit)
-    paths = sorted(agent) if only is None else [_relative(session.cwd, only)]
+async def _plan(checkpoints: SessionCheckpoints, cwd: Path, store: CheckpointStore, entry: Checkpoint,
+                before: Checkpoint, only: str | None) -> list[FilePlan]:
+    agent = await checkpoints.agent_changes(entry.number, now=before.commit)
+    paths = sorted(agent) if only is None else [_relative(cwd, only)]
     target = await anyio.to_thread.run_sync(store.states, entry.commit, paths)
     current = await anyio.to_thread.run_sync(store.states, before.commit, paths)
     return [FilePlan(p, target[p], current[p], p in agent and current[p] != agent[p])

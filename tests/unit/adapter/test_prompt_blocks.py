@@ -105,7 +105,7 @@ class FakeSession:
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
-        self.tools = SimpleNamespace(services=ToolServices())  # no skills: no /<skill> expansion
+        self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()))  # no skills: no /<skill>
 
     async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None) -> str:
         self.prompts.append(list(parts))

@@ -124,7 +124,7 @@ async def test_a_flagged_tool_result_in_the_summarised_turns_flags_the_summary_f
 
     assert (await session.compact()).done
 
-    block = summary_text(session.transcript.messages)
+    block = summary_text(session.state.transcript.messages)
     assert block.startswith(SUMMARY_HEADER + SUMMARY_WARNING_OPENING) and "(read_file)" in block
     card = [e for e in env.log.events if isinstance(e, ToolCallFinished) and e.raw_output
             and "summary" in e.raw_output][-1]
@@ -135,7 +135,7 @@ async def test_a_flagged_tool_result_in_the_summarised_turns_flags_the_summary_f
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary("## Goal\nStill the parser.")
     assert (await session.compact()).done
-    block = summary_text(session.transcript.messages)
+    block = summary_text(session.state.transcript.messages)
     assert block.startswith(SUMMARY_HEADER + SUMMARY_WARNING_OPENING) and "earlier summary" in block
 
 
@@ -145,7 +145,7 @@ async def test_a_summary_that_repeats_an_injection_is_flagged_and_a_clean_one_is
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary(f"## Goal\nShip the parser.\n## Critical Context\n{INJECTION}")
     assert (await session.compact()).done
-    block = summary_text(session.transcript.messages)
+    block = summary_text(session.state.transcript.messages)
     assert block.startswith(SUMMARY_HEADER + SUMMARY_WARNING_OPENING) and "prompt_injection" in block
 
     clean = await env.manager().create(env.cwd, ())
@@ -153,4 +153,4 @@ async def test_a_summary_that_repeats_an_injection_is_flagged_and_a_clean_one_is
     env.provider.script(text("nothing to save"))
     env.provider.script_auxiliary("## Goal\nShip the parser.")
     assert (await clean.compact()).done
-    assert summary_text(clean.transcript.messages) == SUMMARY_HEADER + "## Goal\nShip the parser."
+    assert summary_text(clean.state.transcript.messages) == SUMMARY_HEADER + "## Goal\nShip the parser."

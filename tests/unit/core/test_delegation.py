@@ -61,7 +61,7 @@ def test_delegate_task_is_given_above_the_depth_limit_although_it_is_no_base_too
 def parent(toolsets: tuple[str, ...] = ("file", "search")) -> Session:
     """What ``_tasks`` reads of the parent session: its delegation settings."""
     settings = Settings(delegation=DelegationSettings(toolsets=list(toolsets)))
-    return cast("Session", SimpleNamespace(settings=settings))
+    return cast("Session", SimpleNamespace(services=SimpleNamespace(settings=settings)))
 
 
 @pytest.mark.parametrize(

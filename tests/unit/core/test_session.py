@@ -34,13 +34,13 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
     env.provider.script(tool_call("read_file", {"path": "a.txt"}, preface="Looking."), text("It is apple."))
     session = await env.manager().create(env.cwd, ())
     assert await ask(session, "what is in a.txt?") == "end_turn"
-    live = session.transcript.messages
+    live = session.state.transcript.messages
     assert [m["role"] for m in wire(live)] == ["user", "assistant", "user", "assistant"]
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored is not session
-    assert restored.transcript.messages == live
-    assert restored.system_prompt == session.system_prompt != ""
+    assert restored.state.transcript.messages == live
+    assert restored.state.system_prompt == session.state.system_prompt != ""
     shown = list(stored_messages(rows))
     assert [type(m) for m in shown] == [StoredPrompt, StoredReply, StoredToolCall, StoredReply]
     prompt, first, call, last = shown
@@ -60,7 +60,7 @@ async def test_restored_session_continues_the_conversation(env: Env) -> None:
     sent = wire(env.provider.requests[-1].messages)
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == [{"type": "text", "text": "first answer"}]
-    assert env.provider.requests[-1].system == session.system_prompt
+    assert env.provider.requests[-1].system == session.state.system_prompt
 
 
 async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
@@ -71,7 +71,7 @@ async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
     assert record is not None
     assert (record.input_tokens, record.output_tokens, record.api_call_count) == (10, 5, 1)
     [report] = [e for e in env.log.events if isinstance(e, UsageReported)]
-    assert report.used == 15 and session.last_context_tokens == 15
+    assert report.used == 15 and session.state.last_context_tokens == 15
 
 
 async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
@@ -79,7 +79,7 @@ async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
     session.set_choice("mode", "plan")
     session.set_choice("model", "claude-other")
     session.set_choice("thought_level", "high")
-    assert session.gate.mode is Mode.PLAN
+    assert session.services.gate.mode is Mode.PLAN
     record = env.runtime.db.get_session(session.id)
     assert record is not None
     assert (record.mode, record.model, record.model_config) == ("plan", "claude-other", {"thought_level": "high"})
@@ -154,16 +154,16 @@ async def test_cancel_stops_a_running_turn(env: Env) -> None:
 
 async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
-    transcript = session.transcript
+    transcript = session.state.transcript
     await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     call = {"type": "tool_use", "id": "toolu_killed", "name": "terminal", "input": {"command": "make"}}
     await transcript.add_assistant(blocks(call), message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
-    assert wire(restored.transcript.messages)[-1] == {"role": "user", "content": [
+    assert wire(restored.state.transcript.messages)[-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_killed", "content": INTERRUPTED, "is_error": True}]}
-    assert unanswered_calls(restored.transcript.messages) == []
+    assert unanswered_calls(restored.state.transcript.messages) == []
     assert rows[-1].role == "tool" and rows[-1].tool_call_id == "toolu_killed"
     assert env.runtime.db.messages(session.id)[-1].tool_call_id == "toolu_killed"  # stored, not only in memory
     [closed] = [m for m in stored_messages(rows) if isinstance(m, StoredToolCall)]
@@ -171,12 +171,12 @@ async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> 
 
     env.provider.script(text("resumed"))
     assert await ask(restored, "continue") == "end_turn"
-    assert env.provider.requests[-1].messages == restored.transcript.messages[:-1]  # sent as stored, unrepaired
+    assert env.provider.requests[-1].messages == restored.state.transcript.messages[:-1]  # sent as stored, unrepaired
 
 
 async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
-    transcript = session.transcript
+    transcript = session.state.transcript
     await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"path": n}} for n in "ab"]
     await transcript.add_assistant(blocks(*calls), message_id="m1", text="", reasoning="", stop_reason="tool_use",
@@ -185,8 +185,8 @@ async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> N
     await transcript.add_tool_results([done])
 
     restored, _ = await env.manager().restore(session.id, env.cwd, ())
-    assert unanswered_calls(restored.transcript.messages) == []
-    assert repaired(restored.transcript.messages) == restored.transcript.messages
+    assert unanswered_calls(restored.state.transcript.messages) == []
+    assert repaired(restored.state.transcript.messages) == restored.state.transcript.messages
 
 
 async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, tmp_path: Path) -> None:
