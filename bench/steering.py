@@ -84,7 +84,7 @@ from acp_hermes.adapter.client import ClientLink, SessionUpdates  # noqa: E402
 from acp_hermes.core.loop import AgentLoop, TurnControls  # noqa: E402
 from acp_hermes.core.steering import Steer, Steering  # noqa: E402
 from acp_hermes.core.transcript import Transcript  # noqa: E402
-from acp_hermes.core.turn_input import STEER_NOTE  # noqa: E402
+from acp_hermes.core.turn_input import STEER_NOTE, steer_blocks  # noqa: E402
 from acp_hermes.core.user_prompt import TextPart  # noqa: E402
 from acp_hermes.model.messages import Message, Text, ToolResult, ToolUse  # noqa: E402
 from acp_hermes.testing.scripted_model import ModelRequest, Reply  # noqa: E402
@@ -328,7 +328,7 @@ async def in_process(samples: int, directory: str | None) -> tuple[list[float], 
             warm_up = samples // 10  # the first fifth of all (a tenth of each kind) is not counted
             for number in range(2 * (samples + warm_up)):  # delivery and add_steer alone, alternating
                 words = f"Steer {number}: name it b{number}.txt instead"
-                steer = Steer((Text(STEER_NOTE), Text(words)), words, (TextPart(words),))
+                steer = Steer((Text(words),), words, (TextPart(words),))
                 transcript.messages[1:] = [
                     Message("assistant", (ToolUse(f"toolu_{number}", "write_file", {}),)),
                     Message("user", (ToolResult(f"toolu_{number}", "Wrote 3 bytes."),))]
@@ -340,7 +340,7 @@ async def in_process(samples: int, directory: str | None) -> tuple[list[float], 
                     target = delivery
                 else:
                     started = time.perf_counter_ns()
-                    await transcript.add_steer(steer)
+                    await transcript.add_steer(steer, steer_blocks(steer))
                     spent = time.perf_counter_ns() - started
                     target = alone
                 if transcript.messages[-1].text() != STEER_NOTE + words or len(transcript.messages) != 3:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,10 +23,9 @@ from acp_hermes.core.history import repaired
 from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
-from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share
-from acp_hermes.core.user_prompt import PromptPart
+from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share, steer_blocks
 from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
-from acp_hermes.model.messages import Block, ServerToolResult, ServerToolUse, Text, ToolUse
+from acp_hermes.model.messages import ServerToolResult, ServerToolUse, Text, ToolUse
 from acp_hermes.model.types import (
     Completed,
     ModelError,
@@ -151,7 +150,6 @@ class AgentLoop:
         system_prompt: str,
         make_context: ContextFactory,
         scope: ToolScope,
-        notes: TurnInput | None = None,
         compact_if_due: CompactionHook | None = None,
         controls: TurnControls | None = None,
     ) -> None:
@@ -162,7 +160,6 @@ class AgentLoop:
         self._system_prompt = system_prompt
         self._make_context = make_context
         self._scope = scope
-        self.notes = notes or TurnInput()  # what rides with the tool results (hints, jobs that ended, warnings)
         self._compact_if_due = compact_if_due
         self._controls = controls or TurnControls()
         self._open: dict[str, _Call] = {}
@@ -170,14 +167,13 @@ class AgentLoop:
         self._server_done: list[ToolOutcome] = []  # those of the current message that finished, kept with it
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
+        self._input: TurnInput | None = None  # the running turn's: its notes ride with the tool results
 
-    async def run_turn(
-        self, content: Sequence[Block], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
-    ) -> TurnResult:
+    async def run_turn(self, turn_input: TurnInput, settings: TurnSettings) -> TurnResult:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
         ended = False
         try:
-            turn = await self._turn(content, plain_text, prompt, settings)
+            turn = await self._turn(turn_input, settings)
             if turn.failure is None and self._controls.passed_at_end is not None:
                 passed = self._controls.passed_at_end()
                 if passed is not None:  # one request went past a limit and the turn ended: nothing stopped, so say it
@@ -191,11 +187,11 @@ class AgentLoop:
                       len(result.tools_used), usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
                       usage.cache_write_tokens)
 
-    async def _turn(
-        self, content: Sequence[Block], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
-    ) -> TurnResult:
+    async def _turn(self, turn_input: TurnInput, settings: TurnSettings) -> TurnResult:
         result = self.result = TurnResult("end_turn")
-        await self._transcript.add_user(content, plain_text, prompt)
+        self._input = turn_input
+        prompt = turn_input.prompt
+        await self._transcript.add_user(turn_input.opening(), prompt.text, prompt.parts)
         pressure = 0.0  # the highest budget share already noted this turn
         paused = False  # the last message paused (pause_turn): the next request continues it, with nothing added
         while True:
@@ -218,7 +214,7 @@ class AgentLoop:
                 share = budget_share(result.model_calls, settings.max_iterations)
                 if share > pressure:  # a nudge inside the conversation (the next tool result), not a new message
                     pressure = share
-                    self.notes.add(BudgetPressure(result.model_calls, settings.max_iterations, share))
+                    turn_input.add(BudgetPressure(result.model_calls, settings.max_iterations, share))
                 await self._run_tools(calls)
                 if self._handover is not None:
                     await self._hand_over()
@@ -260,7 +256,7 @@ class AgentLoop:
         if steering is None or not steering.waiting:
             return
         for steer in steering.take():
-            row = await self._transcript.add_steer(steer)
+            row = await self._transcript.add_steer(steer, steer_blocks(steer))
             message_id = steer.client_message_id or prompt_message_id(row or 0)
             await self._sink.emit(UserText(message_id, steer.plain_text))
 
@@ -378,8 +374,8 @@ class AgentLoop:
             return  # a result for a call this turn never saw begin: nothing to close
         found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
         record = self._server_open.pop(call_id)
-        if found.threats:  # the API's block goes back as it came: the warning rides with the next tool result
-            self.notes.add(WebWarning(record.call.name, record.title, found.threats))
+        if found.threats and self._input is not None:  # the block goes back as it came: the warning rides
+            self._input.add(WebWarning(record.call.name, record.title, found.threats))  # with the next result
         await self._end_server_call(record, found.ok, found.text, found.raw_output)
 
     async def _end_server_call(self, record: _Call, ok: bool, text: str, raw_output: Any = None) -> None:
@@ -454,7 +450,8 @@ class AgentLoop:
             self._controls.tool_finished(call, result)
         log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",
                   (time.perf_counter() - began) * 1000)
-        text = self.notes.with_result(call.name, call.arguments, result.text)
+        text = result.text if self._input is None else self._input.with_result(call.name, call.arguments,
+                                                                                 result.text)
         if result.ends_turn is not None:
             self._handover = result.ends_turn
         display = result.display or (TextDisplay(result.text, ""),)

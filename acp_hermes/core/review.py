@@ -114,6 +114,7 @@ class ReviewTarget:
 async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[Usage, int]:
     """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost."""
     from acp_hermes.core.loop import AgentLoop
+    from acp_hermes.core.turn_input import TurnInput, UserPrompt
     from acp_hermes_tools.registry import ToolRegistry
 
     instruction = "\n\n".join(text for wanted, text in ((memory, MEMORY_REVIEW), (skills, SKILL_REVIEW)) if wanted)
@@ -129,7 +130,8 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[U
                      transcript=_Scratch(target.messages), system_prompt=target.system_prompt,
                      make_context=make_context, scope=target.scope)
     settings = replace(target.settings, max_iterations=MAX_REVIEW_CALLS, thinking_budget=None)
-    result = await loop.run_turn([Text(instruction)], instruction, [TextPart(instruction)], settings)
+    prompt = UserPrompt((Text(instruction),), instruction, (TextPart(instruction),))
+    result = await loop.run_turn(TurnInput(prompt), settings)
     target.proposals.extend(gate.held_proposals(sink.started))
     log.info("background review ended (%s, %d model calls, %d held)", result.stop_reason, result.model_calls,
              len(gate.held))

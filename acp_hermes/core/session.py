@@ -115,14 +115,13 @@ class Session:
         model turn runs (nothing was taken: the caller decides whether to start one)."""
         from acp_hermes.core.attachments import convert_prompt
         from acp_hermes.core.steering import Steer
-        from acp_hermes.core.turn_input import steer_blocks
 
         if not self.steering.accepting:
             return False
         async with self._steer_order:
             converted = await anyio.to_thread.run_sync(convert_prompt, parts, self.state.cwd)
-            content = steer_blocks(converted.content)
-            return self.steering.offer(Steer(content, converted.plain_text, tuple(parts), client_message_id))
+            return self.steering.offer(Steer(tuple(converted.content), converted.plain_text, tuple(parts),
+                                             client_message_id))
 
     async def compact(self, focus: str | None = None) -> Compaction:
         """``/compact``: compact now (after a running turn), whatever the context's size."""

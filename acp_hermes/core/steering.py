@@ -18,7 +18,8 @@ from acp_hermes_memory.values import value
 
 @value
 class Steer:
-    """One steer: the blocks the model reads, and the user's words as they are stored and shown."""
+    """One steer: the user's words as the model reads them (``core.attachments``; ``core.turn_input``
+    puts the line in front that says when they came), as plain text, and part by part."""
 
     content: tuple[Block, ...]
     plain_text: str

@@ -165,13 +165,13 @@ class Transcript:
         self.messages.append(Message("user", tuple(content)))
         await self._append_prompt(plain_text, prompt, payload=blocks_to_wire(content))
 
-    async def add_steer(self, steer: Steer) -> int | None:
-        """Store what the user sent into the running turn, read by the model's next request: added to
-        the last message when that is the user's (the results of the calls that just ran), so roles
-        keep alternating and everything before it, the cached prefix, stays as it was. Its row."""
+    async def add_steer(self, steer: Steer, content: tuple[Block, ...]) -> int | None:
+        """Store what the user sent into the running turn as the model reads it (``content``) at its next
+        request: added to the last message when that is the user's (the results of the calls that just
+        ran), so roles keep alternating and everything before it, the cached prefix, stays as it was.
+        Its row."""
         from acp_hermes.model.provider import blocks_to_wire
 
-        content = tuple(steer.content)
         last = self.messages[-1] if self.messages else None
         if last is not None and last.role == "user":
             self.messages[-1] = last.plus(content)

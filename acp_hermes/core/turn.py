@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.state import SessionState
     from acp_hermes.core.steering import Steer, Steering
     from acp_hermes.core.transcript import Transcript
-    from acp_hermes.core.turn_input import Note
+    from acp_hermes.core.turn_input import Note, TurnInput
     from acp_hermes.core.user_prompt import PromptPart
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class Turn:
         # Only turns need these; the adapter warms them up right after session/new.
         from acp_hermes.core.attachments import convert_prompt
         from acp_hermes.core.loop import AgentLoop, TurnControls
-        from acp_hermes.core.turn_input import TurnInput
+        from acp_hermes.core.turn_input import TurnInput, UserPrompt
 
         state, services = self._state, self._services
         providers = await services.memory_providers() if self._own else None
@@ -102,7 +102,9 @@ class Turn:
             registry.restore_state(services.tools, state.stored_tool_results)
             state.stored_tool_results = []
         converted = await anyio.to_thread.run_sync(convert_prompt, self._parts, state.cwd)
-        content = TurnInput.opening(converted.content, await self._notes(converted, providers))
+        prompt = UserPrompt(tuple(converted.content), converted.plain_text, tuple(self._parts))
+        turn_input = TurnInput(prompt, await self._notes(converted, providers), hints=services.hints,
+                               jobs=services.job_notices.ended)
         if compaction_due(state, services, state.context_tokens()):
             await compact(state, services)
         if services.proposals:
@@ -119,7 +121,6 @@ class Turn:
             system_prompt=state.system_prompt,
             make_context=services.tool_context,
             scope=services.tools,
-            notes=TurnInput(hints=services.hints, jobs=services.job_notices.ended),
             compact_if_due=self._compact_between_calls,
             controls=TurnControls(steering=self._steering if own else None,
                                   stop_before_request=services.budget.exceeded,
@@ -134,15 +135,14 @@ class Turn:
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
-                stop = (await loop.run_turn(content, converted.plain_text, self._parts,
-                                            turn_settings(state, services))).stop_reason
+                stop = (await loop.run_turn(turn_input, turn_settings(state, services))).stop_reason
             finally:
                 self._scope = None
                 carry_undelivered(state, services, self._steering.close())  # a steer from now on starts a new turn
                 if own:
                     with anyio.CancelScope(shield=True):  # a cancelled turn's changes are the agent's all the same
                         await services.checkpoints.end()
-        await self._after(loop, stop, converted, providers)
+        await self._after(loop, turn_input, stop, providers)
         return stop
 
     async def _notes(self, converted: ConvertedPrompt, providers: MemoryProviders | None) -> list[Note]:
@@ -177,14 +177,14 @@ class Turn:
             return None
         return (state.transcript, state.system_prompt) if (await compact(state, services)).done else None
 
-    async def _after(self, loop: AgentLoop, stop: StopReason, converted: ConvertedPrompt,
+    async def _after(self, loop: AgentLoop, turn_input: TurnInput, stop: StopReason,
                      providers: MemoryProviders | None) -> None:
         """What follows a turn, cancelled or not: its usage counted and shown, notices, and for one that
         ended by itself the memory provider told, a first exchange named, the learning loop nudged."""
         state, services = self._state, self._services
         result = loop.result  # also what a cancelled turn used before it stopped
         state.last_turn = result
-        state.notes.extend(loop.notes.left_over())  # a flagged web result's warning: with the next prompt
+        state.notes.extend(turn_input.left_over())  # a flagged web result's warning: with the next prompt
         if result.model_calls:
             await services.account(state.choices.model, result.usage, result.model_calls)
         if result.context_tokens:  # measured after any compaction of this turn; a cancelled call measured nothing
@@ -193,7 +193,7 @@ class Turn:
         await services.job_notices.turn_ended()
         if stop != "cancelled":
             if providers is not None:
-                providers.turn_ended(state.id, converted.plain_text, final_answer(state.transcript.messages))
+                providers.turn_ended(state.id, turn_input.prompt.text, final_answer(state.transcript.messages))
             if not state.title and not services.naming_started:
                 services.naming_started = True
                 services.on_first_exchange()

@@ -1,9 +1,12 @@
-"""What the model reads besides the conversation itself: the user's prompt and every note for the model.
+"""What the model reads besides the conversation itself: one turn's input, the user's words and every
+note for the model.
 
-Whoever has something to tell the model adds a typed note (a background job that ended, files rolled
-back, a steer the last turn never read, a flagged web result, recall, a subdirectory's instructions,
-the turn's budget running low), never text; ``render`` is the one function that turns a note into the
-words the model reads, and ``TurnInput`` the one place that decides where they go:
+A turn's input is the user's prompt (``UserPrompt``), the steers the user sends into it (``Steer``,
+``core.steering``) and notes. Whoever has something to tell the model adds a typed note (a background
+job that ended, files rolled back, a steer the last turn never read, a flagged web result, recall, a
+subdirectory's instructions, the turn's budget running low), never text; ``render`` is the one function
+that turns a note into the words the model reads, and ``TurnInput`` the one place that decides where
+they go:
 
 * the turn's opening message (``opening``): the prompt's blocks, then a text block per note, in a fixed
   order (hints, plan mode, jobs, what the last turn left for this one, recall);
@@ -21,11 +24,15 @@ context files); here they are only placed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from acp_hermes.core.user_prompt import PromptPart
 from acp_hermes.model.messages import Block, Text
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import JobEnded
+
+if TYPE_CHECKING:
+    from acp_hermes.core.steering import Steer
 
 PLAN_MODE_NOTE = (
     "[Plan mode is on: the session is read-only. Explore with read-only tools and reply with a plan; "
@@ -34,6 +41,16 @@ PLAN_MODE_NOTE = (
 STEER_NOTE = "[The user sent this while you were working; take it into account from here on:]"
 UNDELIVERED_NOTE = "[The user sent this during the previous turn, which ended before you could read it:]"
 BUDGET_MARKS = (0.7, 0.9)  # shares of the turn's model calls at which the model is asked to wrap up
+
+
+@value
+class UserPrompt:
+    """What the user sent: as the model reads it (``core.attachments``), as plain text (titles, search,
+    the stored row) and part by part (stored for the replay)."""
+
+    blocks: tuple[Block, ...]
+    text: str
+    parts: tuple[PromptPart, ...]
 
 
 @value
@@ -130,9 +147,9 @@ def _rolled_back(note: FilesRolledBack) -> str:
             f"left them: {files}. Read them again before editing.]")
 
 
-def steer_blocks(content: Sequence[Block]) -> tuple[Block, ...]:
+def steer_blocks(steer: Steer) -> tuple[Block, ...]:
     """What the model reads of a steer: the user's words behind the line that says when they came."""
-    return (Text(STEER_NOTE), *content)
+    return (Text(STEER_NOTE), *steer.content)
 
 
 def budget_share(used: int, limit: int) -> float:
@@ -145,12 +162,15 @@ class Hints(Protocol):
 
 
 class TurnInput:
-    """One turn's notes for the model, placed as the turn's messages are made.
+    """One turn's input: its prompt and the notes for the model, placed as the turn's messages are made.
 
-    ``hints`` finds the instructions a tool call's paths reach; ``jobs`` hands over the background jobs
-    that ended since it was last asked (each once)."""
+    ``notes`` go with the prompt; ``hints`` finds the instructions a tool call's paths reach; ``jobs``
+    hands over the background jobs that ended since it was last asked (each once)."""
 
-    def __init__(self, *, hints: Hints | None = None, jobs: Callable[[], Sequence[JobEnded]] | None = None) -> None:
+    def __init__(self, prompt: UserPrompt, notes: Sequence[Note] = (), *, hints: Hints | None = None,
+                 jobs: Callable[[], Sequence[JobEnded]] | None = None) -> None:
+        self.prompt = prompt
+        self._notes = list(notes)
         self._hints = hints
         self._jobs = jobs
         self._waiting: list[Note] = []  # for the next tool result
@@ -159,11 +179,10 @@ class TurnInput:
         """Tell the model ``note`` with the next tool result (or, if none comes, the next prompt)."""
         self._waiting.append(note)
 
-    @staticmethod
-    def opening(prompt: Sequence[Block], notes: Sequence[Note]) -> list[Block]:
+    def opening(self) -> list[Block]:
         """The turn's first message: the prompt, then each note as a text block of its own."""
-        ordered = sorted(notes, key=lambda note: _OPENING_ORDER[type(note)])
-        return [*prompt, *(Text(render(note)) for note in ordered)]
+        ordered = sorted(self._notes, key=lambda note: _OPENING_ORDER[type(note)])
+        return [*self.prompt.blocks, *(Text(render(note)) for note in ordered)]
 
     def with_result(self, name: str, arguments: dict[str, object] | None, text: str) -> str:
         """A tool's result as the model reads it: its text, then what rides with it."""

@@ -22,7 +22,7 @@ from acp_hermes.core.loop import (
 )
 from acp_hermes.core.steering import Steer, Steering
 from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
-from acp_hermes.core.turn_input import TurnInput
+from acp_hermes.core.turn_input import TurnInput, UserPrompt
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
@@ -50,11 +50,13 @@ class Rig:
     log: EventLog
     transcript: Transcript
     db: SessionDB
+    hints: Any = None
 
     async def turn(self, prompt: str = "hello", max_iterations: int = 10) -> TurnResult:
         settings = TurnSettings(model="claude-test", max_tokens=1024, thinking_budget=None,
                                 max_iterations=max_iterations, cache_ttl="5m")
-        return await self.loop.run_turn([Text(prompt)], prompt, [TextPart(prompt)], settings)
+        turn_input = TurnInput(UserPrompt((Text(prompt),), prompt, (TextPart(prompt),)), hints=self.hints)
+        return await self.loop.run_turn(turn_input, settings)
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.log.events if isinstance(e, kind)]
@@ -123,8 +125,8 @@ def make_rig(
     transcript = Transcript(SESSION, db)
     loop = AgentLoop(provider=provider, registry=ToolRegistry([*FILE_TOOLS, TODO_TOOL, *extra]), sink=log,  # type: ignore[arg-type]
                      transcript=transcript, system_prompt="You are a test.", make_context=context, scope=scope,
-                     notes=TurnInput(hints=hints), controls=controls)
-    return Rig(loop, provider, log, transcript, db)
+                     controls=controls)
+    return Rig(loop, provider, log, transcript, db, hints)
 
 
 def assert_valid_as_stored(messages: list[Message]) -> None:
@@ -440,7 +442,7 @@ async def test_a_question_for_the_chat_ends_the_turn_after_its_round(tmp_path: P
 
 
 def steer_of(text: str) -> Steer:
-    return Steer(blocks({"type": "text", "text": "[steer]"}, {"type": "text", "text": text}), text, (TextPart(text),))
+    return Steer(blocks({"type": "text", "text": text}), text, (TextPart(text),))
 
 
 def steering_tool(steering: Steering, text: str) -> Tool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from acp_hermes.core.memory_fence import INSTRUCTION
+from acp_hermes.core.steering import Steer
 from acp_hermes.core.turn_input import (
     PLAN_MODE_NOTE,
     STEER_NOTE,
@@ -15,6 +16,7 @@ from acp_hermes.core.turn_input import (
     Recall,
     TurnInput,
     UndeliveredSteer,
+    UserPrompt,
     WebWarning,
     budget_share,
     render,
@@ -23,6 +25,7 @@ from acp_hermes.core.turn_input import (
 from acp_hermes.model.messages import Text
 from acp_hermes_tools.contracts import JobEnded
 
+PROMPT = UserPrompt((Text("go"),), "go", ())
 JOB = JobEnded("job-1", "npm test", 42, 0, None, 3.2, "ok\n", Path("/tmp/job-1.log"))
 
 
@@ -34,7 +37,7 @@ class Hints:
 def test_the_opening_message_is_the_prompt_then_each_note_in_its_place() -> None:
     notes = [Recall("- the user likes tabs"), UndeliveredSteer("use tabs"), JOB, PlanMode(),
              FilesRolledBack(2, ("a.py",), False), Hint("[Subdirectory context discovered: api/AGENTS.md]\nrule")]
-    opening = TurnInput.opening([Text("fix it")], notes)
+    opening = TurnInput(UserPrompt((Text("fix it"),), "fix it", ()), notes).opening()
     assert opening == [
         Text("fix it"),
         Text("[Subdirectory context discovered: api/AGENTS.md]\nrule"),
@@ -50,7 +53,7 @@ def test_the_opening_message_is_the_prompt_then_each_note_in_its_place() -> None
 
 def test_a_tool_result_carries_its_hint_the_jobs_that_ended_and_the_notes_waiting() -> None:
     ended = [JOB]
-    notes = TurnInput(hints=Hints(), jobs=lambda: [ended.pop()] if ended else [])
+    notes = TurnInput(PROMPT, hints=Hints(), jobs=lambda: [ended.pop()] if ended else [])
     notes.add(WebWarning("web_fetch", "Fetch https://b.dev", ("prompt_injection",)))
     notes.add(BudgetPressure(7, 10, 0.7))
     text = notes.with_result("read_file", {"path": "api/x.py"}, "contents")
@@ -66,7 +69,7 @@ def test_a_tool_result_carries_its_hint_the_jobs_that_ended_and_the_notes_waitin
 
 
 def test_what_no_tool_result_took_goes_with_the_next_prompt_but_budget_pressure_ends_with_its_turn() -> None:
-    notes = TurnInput()
+    notes = TurnInput(PROMPT)
     warning = WebWarning("web_search", "Search the web: x", ("invisible_unicode_U+202E",))
     notes.add(warning)
     notes.add(BudgetPressure(9, 10, 0.9))
@@ -80,5 +83,6 @@ def test_words_of_the_notes_that_say_little() -> None:
     many = render(FilesRolledBack(1, tuple(f"f{n}" for n in range(25)), True))
     assert "rolled back the conversation and these files" in many and "f19 …" in many and "f20" not in many
     assert "Wrap up now" in render(BudgetPressure(9, 10, 0.9))
-    assert steer_blocks([Text("shorter")]) == (Text(STEER_NOTE), Text("shorter"))
+    steer = Steer((Text("shorter"),), "shorter", ())
+    assert steer_blocks(steer) == (Text(STEER_NOTE), Text("shorter"))
     assert (budget_share(6, 10), budget_share(7, 10), budget_share(9, 10)) == (0.0, 0.7, 0.9)
