@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -235,6 +236,9 @@ class Settings(BaseModel):
     skills_external_dirs: list[str] = Field(default_factory=list)  # more read-only skill folders (team, shared)
     mcp_servers: dict[str, Any] = Field(default_factory=dict)  # MCP servers every session connects (tools.mcp.specs)
     sandbox: Literal["auto", "off"] = "auto"  # run commands in an OS sandbox where one is available
+    # Offer bypass where no sandbox runs: every command then runs with the user's rights, unasked. Read from
+    # this file only (no environment variable, no project file): the user's own, explicit choice.
+    allow_unsandboxed_bypass: bool = Field(default=False, strict=True)
     sandbox_network: bool = False  # let sandboxed commands use the network without asking
     sandbox_env: list[str] = Field(default_factory=list)  # more environment variables sandboxed commands see
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -307,6 +311,44 @@ def paths_from_env(env: Mapping[str, str] | None = None) -> Paths:
     env = os.environ if env is None else env
     home = env.get(ENV_HOME) or os.path.join(os.path.expanduser("~"), ".hermes")
     return Paths(Path(home).expanduser().resolve())
+
+
+def home_problem(paths: Paths) -> str | None:
+    """Why acp-hermes cannot keep its files under ``HERMES_HOME`` (one sentence), or None.
+
+    A file where a directory belongs, or a directory this user cannot read, write and enter, fails
+    every read and write beneath it (and ``Path.exists`` raises instead of answering); this names the
+    folder and what to do instead, so no command and no ``session/new`` has to meet the error first.
+    """
+    for directory, label, purpose in (
+        (paths.home, f"HERMES_HOME {paths.home}", "set HERMES_HOME to a directory (or move the file away)"),
+        (paths.own, str(paths.own), "move it away (acp-hermes keeps its configuration, logs and sessions in "
+                                    "that directory)"),
+    ):
+        try:
+            found = directory.stat()
+        except FileNotFoundError:
+            return _uncreatable(directory, label)
+        except OSError as exc:  # a parent folder this user cannot enter
+            return (f"{label} cannot be reached ({exc.strerror or exc}): give this user access to its parent "
+                    "folders, or set HERMES_HOME to a directory of your own")
+        if not stat.S_ISDIR(found.st_mode):
+            return f"{label} is a file, not a directory: {purpose}"
+        if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+            fix = (f"chmod u+rwx {directory}" if found.st_uid == os.geteuid()
+                   else f"it belongs to user {found.st_uid}: chown it to this user")
+            return (f"{label} cannot be read and written by this user: give it back its permissions ({fix}) "
+                    "or set HERMES_HOME to a directory of your own")
+    return None
+
+
+def _uncreatable(directory: Path, label: str) -> str | None:
+    """Why a missing ``directory`` cannot be created, or None when its nearest existing parent allows it."""
+    parent = next(p for p in directory.parents if os.path.lexists(p))
+    if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+        return None
+    return (f"{label} does not exist and cannot be created: {parent} is not a directory this user can write; "
+            "set HERMES_HOME to a directory of your own")
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

@@ -45,7 +45,8 @@ from typing import Any
 from startup import AgentProcess, add_server_option, editor_env, initialize_params, scratch_dirs
 
 from acp_hermes_memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
-from acp_hermes_memory.session_db import INDEX_MERGE_IDLE_SECONDS, SessionDB
+from acp_hermes_memory.session_db import SessionDB
+from acp_hermes_memory.session_db.upkeep import INDEX_MERGE_IDLE_SECONDS
 
 BIG_SESSION_ID = "bench-big-session"
 BIG_SESSION_MESSAGES = 5_000

@@ -9,7 +9,7 @@ uncategorized skills, each SKILL.md 2-4 KB with frontmatter like the skills Herm
 (``>``) description that the quick frontmatter reader leaves to PyYAML, and a ``references/``
 file in every fifth skill. Every mtime is then set an hour back: a store that has existed for a
 while, whose mtimes the index may trust (a younger one makes every lookup rescan for a second,
-``memory.skills.RACY_NS``).
+``memory.skills.index.RACY_NS``).
 
 Measured, in process, on files in the OS page cache (PyYAML imported beforehand; its first
 import is printed separately):

@@ -99,6 +99,12 @@ class Gate(Protocol):
         """A tool of an MCP server: ``read_only`` is the server's own annotation."""
         ...
 
+    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
+        """``text`` for the stdin of ``job``, which runs outside the sandbox (then its end of input when
+        ``eof``): no rule can see what the job makes of it, so it is decided as a command outside the
+        sandbox, with the exact text shown."""
+        ...
+
 
 class StateKey(Generic[T]):
     """A typed slot in a session's ``ToolState``; the tool that declares it owns its contents, and
@@ -179,7 +185,7 @@ class ToolContext:
     _authorized_state: set[Path] = field(default_factory=set)
     _authorized_reads: set[Path] = field(default_factory=set)
     _authorized_external: set[tuple[str, str]] = field(default_factory=set)
-    _authorized_jobs: set[tuple[str, str, str]] = field(default_factory=set)  # (job id, action, input)
+    _authorized_jobs: set[tuple[str, str, str, bool]] = field(default_factory=set)  # (job id, action, input, eof)
 
     @property
     def session_id(self) -> str:
@@ -274,15 +280,22 @@ class ToolContext:
             await self._before_change()
         self._authorized_external.add((server, tool))
 
-    async def authorize_job(self, job: JobHandle, action: JobAction, text: str = "") -> None:
-        """Ask to stop ``job`` (``"kill"``) or to send ``text`` to its stdin (``"write"``); only a job this
-        session started. The gate decides it as the command line that does the same, so it follows the
-        mode and the sandbox exactly as a command would (see ``job_command_line``)."""
+    async def authorize_job(self, job: JobHandle, action: JobAction, text: str = "", *, eof: bool = False) -> None:
+        """Ask to stop ``job`` (``"kill"``) or to send ``text`` to its stdin (``"write"``, then close it when
+        ``eof``); only a job this session started. A write is judged where the job runs: to a sandboxed job
+        as the command line that does the same (see ``job_command_line``), so it follows the mode and the
+        sandbox exactly as a command would; to a job outside the sandbox as a command outside it
+        (``Gate.authorize_job_input``). Stopping is asked as ``kill``."""
         self._require_own(job)
-        permit = await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
-        if action == "write" and not permit.read_only:  # what a job does with its input may change files
+        if action == "write" and not job.sandboxed:
+            await self.gate.authorize_job_input(self, job, text, eof=eof)
+            changes = True
+        else:
+            permit = await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
+            changes = not permit.read_only
+        if action == "write" and changes:  # what a job does with its input may change files
             await self._before_change()
-        self._authorized_jobs.add((job.job_id, action, text))
+        self._authorized_jobs.add((job.job_id, action, text, eof and action == "write"))
 
     # -- doing: each refuses what was not authorized for this call
 
@@ -326,6 +339,10 @@ class ToolContext:
                               outcome.truncated, outcome.terminal_id, outcome.sandboxed,
                               tuple(item.line() for item in moved))
 
+    def runs_sandboxed(self, command: str) -> bool:
+        """Whether the authorized ``command`` runs inside the session's sandbox (what a job remembers)."""
+        return self._permit(command).sandboxed
+
     def start_detached(self, command: str, cwd: Path, log_path: Path, *,
                        stdin: bool = False) -> subprocess.Popen[bytes]:
         """Start an authorized command detached from the turn (``stdin``: with a pipe for its input);
@@ -342,7 +359,8 @@ class ToolContext:
         """SIGTERM the job's process group, SIGKILL what is left of it after ``JOB_STOP_GRACE_SECONDS``;
         returns once its first process has ended. A job that already ended is left alone."""
         self._require_own(job)
-        self._require((job.job_id, "kill", "") in self._authorized_jobs, f"stopping {job.job_id} was not authorized")
+        self._require((job.job_id, "kill", "", False) in self._authorized_jobs,
+                      f"stopping {job.job_id} was not authorized")
         await stop_group(job.process, JOB_STOP_GRACE_SECONDS)
 
     async def write_job(self, job: JobHandle, text: str, *, eof: bool = False) -> int:
@@ -350,7 +368,7 @@ class ToolContext:
         bytes written (fewer when the job did not take it all within ``JOB_WRITE_SECONDS``: its stdin then
         stays open). ``BrokenPipeError`` when the job no longer reads its stdin."""
         self._require_own(job)
-        self._require((job.job_id, "write", text) in self._authorized_jobs,
+        self._require((job.job_id, "write", text, eof) in self._authorized_jobs,
                       f"writing to {job.job_id} was not authorized")
         data = text.encode("utf-8")
         written = await write_to_process(job.process, data, timeout=JOB_WRITE_SECONDS) if data else 0

@@ -173,7 +173,8 @@ class CommandObserver(Protocol):
 
 class JobHandle(Protocol):
     """What the tool context needs of a background job to stop it or write to it (``tools.terminal``'s
-    ``BackgroundJob``): which session started it, its command and the process leading its group."""
+    ``BackgroundJob``): which session started it, its command, the process leading its group, and
+    whether it runs in the sandbox (a write to it is judged where it runs)."""
 
     @property
     def job_id(self) -> str: ...
@@ -189,6 +190,11 @@ class JobHandle(Protocol):
 
     @property
     def process(self) -> subprocess.Popen[bytes]: ...
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether it runs inside the session's OS sandbox (its command's permit said so)."""
+        ...
 
 
 @value

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,11 +23,13 @@ import anyio.abc
 
 from acp_hermes_memory.fs import delete_exactly, write_text_exactly
 from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from acp_hermes_tools.process_trees import HeldGroup
 
 if TYPE_CHECKING:
     from acp_hermes_tools.sandbox import Confinement
 
 log = logging.getLogger(__name__)
+LAUNCHER = Path(__file__).with_name("launcher.py")  # a program under it ends with the agent (see there)
 
 
 def user_shell() -> str:
@@ -60,9 +64,12 @@ class LocalEditor:
         self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None, *,
         stdin: bool = False,
     ) -> subprocess.Popen[bytes]:
+        """Start ``command`` in a process group of its own, under the launcher (on Linux): it and its
+        group end when the agent does, even on ``kill -9``. Call it on the event loop's thread: the
+        launcher's tie to the agent is to the thread that starts it (see ``launched``)."""
         with open(log_path, "wb") as log_file:
             process = subprocess.Popen(
-                self.argv(command, confinement),
+                launched(self.argv(command, confinement)),
                 cwd=cwd,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=log_file,
@@ -129,6 +136,19 @@ _REPORT_INTERVAL = 0.1
 # -- background jobs: the process doors behind ToolContext.stop_job / write_job, and a session's end
 
 
+def launched(argv: list[str]) -> list[str]:
+    """``argv`` run under ``tools/launcher.py`` on Linux, so that it and its process group are killed when
+    the thread that starts it ends (the event loop's: the agent's life, whatever ends it). The launcher
+    leads the group and ends as ``argv`` does (its exit code or its signal). Unchanged elsewhere, and
+    when its program is not found (starting it then fails as it would have)."""
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return argv
+    program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if program is None or not os.path.isfile(program):
+        return argv
+    return [sys.executable, "-I", "-S", str(LAUNCHER), str(os.getpid()), os.path.abspath(program), *argv]
+
+
 def signal_group(group: int, sig: int) -> bool:
     """Send ``sig`` to process group ``group`` (0: only look); False once the group is gone."""
     try:
@@ -147,21 +167,31 @@ async def stop_group(process: subprocess.Popen[bytes], grace: float) -> None:
     group after ``grace`` seconds; returns once its first process has ended (or after a few seconds
     more). Someone else must be reaping ``process`` (``start_detached`` starts a thread that does).
 
-    A command whose first process has already ended is left alone: its group id may by now be
-    someone else's (a finished group's id can be reused), so nothing is sent to it.
+    What the command started outside its group (``tools.process_trees``: a daemon, bubblewrap's sandbox
+    init) gets the same signals and is killed once the group has ended. A command whose first process
+    has already ended is left alone: its group id may by now be someone else's (a finished group's id
+    can be reused), so nothing is sent to it.
     """
     group = process.pid
-    if process.poll() is not None or not signal_group(group, signal.SIGTERM):
+    if process.poll() is not None:
         return
-    with anyio.move_on_after(grace):
-        while process.poll() is None or signal_group(group, 0):  # the leader, then what it left in the group
-            await anyio.sleep(_STOP_POLL_SECONDS)
+    held = HeldGroup(group)  # no await since the look: the id is still the leader's
+    if not held.held:
         return
-    if signal_group(group, signal.SIGKILL):
-        log.info("background command %d ignored SIGTERM: killed", group)
-    with anyio.move_on_after(_REAP_SECONDS):
-        while process.poll() is None:
-            await anyio.sleep(_STOP_POLL_SECONDS)
+    try:
+        await anyio.to_thread.run_sync(held.look)
+        held.signal(signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            while process.poll() is None or signal_group(group, 0):  # the leader, then what it left in the group
+                await anyio.sleep(_STOP_POLL_SECONDS)
+            return
+        if held.signal(signal.SIGKILL):
+            log.info("background command %d ignored SIGTERM: killed", group)
+        with anyio.move_on_after(_REAP_SECONDS):
+            while process.poll() is None:
+                await anyio.sleep(_STOP_POLL_SECONDS)
+    finally:
+        held.finish()
 
 
 async def write_to_process(process: subprocess.Popen[bytes], data: bytes, *, timeout: float) -> int:
@@ -194,13 +224,18 @@ def close_process_input(process: subprocess.Popen[bytes]) -> None:
 
 
 async def _kill_group(process: anyio.abc.Process) -> None:
-    """Stop the command and everything it started: TERM, then KILL if it lingers."""
-    for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        with anyio.move_on_after(grace):
-            await process.wait()
-            return
+    """Stop the command and everything it started: TERM, then KILL if it lingers, to its process group and
+    to what it started outside the group (``tools.process_trees``), which is killed once it has ended."""
+    held = HeldGroup(process.pid)
+    try:
+        await anyio.to_thread.run_sync(held.look)
+        for sig, grace in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            held.signal(sig)
+            with anyio.move_on_after(grace):
+                await process.wait()
+                return
+    finally:
+        held.finish()
 
 
 class _BoundedOutput:

@@ -5,9 +5,11 @@ at most ``POLL_BYTES`` a call) and its status; ``wait`` waits for one to end (or
 turn's cancel); ``kill`` stops one (SIGTERM to its process group, SIGKILL after a grace); ``write``
 sends text to the stdin of one started with ``stdin: true``.
 
-Reading asks nothing: the jobs and their logs are the session's own. Stopping a job and writing to
-it go through the gate as the command line that would do the same (``tools.context.job_command_line``),
-so they follow the mode and the sandbox as commands do. Only this session's jobs can be named: the
+Reading asks nothing: the jobs and their logs are the session's own. Stopping a job, and writing to a
+job in the sandbox, go through the gate as the command line that would do the same
+(``tools.context.job_command_line``), so they follow the mode and the sandbox as commands do; a write to
+a job that runs outside the sandbox is asked as a command outside it, with the exact text shown
+(``ToolContext.authorize_job``). Only this session's jobs can be named: the
 jobs live in its ``ToolState``, and the context's doors refuse a job another session started.
 Whenever a result tells the model that a job ended, that job is marked as reported, so the core's
 end-of-job notice (``BackgroundJobs.take_ended``) does not repeat it.
@@ -44,7 +46,8 @@ DESCRIPTION = (
     "- kill: stop the job and everything it started (SIGTERM, then SIGKILL after 2 seconds).\n"
     "- write: send `input` to the job's stdin, exactly as given (end a line with \\n); only for jobs "
     "started with stdin: true. `eof: true` then closes its stdin, for programs that read to the end.\n"
-    "kill and write ask the user as a command would."
+    "kill and write ask the user as a command would; a write to a job started outside the sandbox asks "
+    "each time unless the user allowed all input to that job."
 )
 
 SCHEMA: dict[str, Any] = {
@@ -200,7 +203,7 @@ async def _write(job: BackgroundJob, args: dict[str, Any], ctx: ToolContext) -> 
                         "written to; start the command again with background: true and stdin: true")
     if not job.input_open:
         raise ToolError(f"{job.job_id}'s stdin was closed (eof) by an earlier write")
-    await ctx.authorize_job(job, "write", text)
+    await ctx.authorize_job(job, "write", text, eof=eof)
     size = len(text.encode("utf-8"))
     try:
         written = await ctx.write_job(job, text, eof=eof)

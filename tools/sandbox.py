@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Protocol
 
 from acp_hermes_memory.values import value
+from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.command_env import command_environment
 from acp_hermes_tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
 from acp_hermes_tools.seccomp import LAUNCHER, filter_file
@@ -200,6 +201,14 @@ class SandboxStatus:
         return self.sandbox is not None
 
 
+SANDBOX_OFF = "turned off in the configuration (sandbox: off)"
+
+
+def sandbox_status(enabled: bool) -> SandboxStatus:
+    """The sandbox commands get with the configuration's ``sandbox`` setting (``enabled``: not off)."""
+    return detect() if enabled else SandboxStatus(None, SANDBOX_OFF)
+
+
 @functools.cache
 def detect() -> SandboxStatus:
     """The sandbox this machine offers, tried once per process: a bubblewrap that exists but cannot
@@ -228,13 +237,16 @@ def detect() -> SandboxStatus:
 
 def _probe(sandbox: Bubblewrap, seccomp: Path) -> str:
     """Why ``sandbox`` does not hold on this machine, or "" when it does (checked from inside)."""
-    with tempfile.TemporaryDirectory(prefix="acp-hermes-probe-") as scratch:
-        profile = SandboxProfile((), Path(scratch), (), environment=(("PATH", "/usr/bin:/bin"),), seccomp=seccomp)
+    scratch = temp_dirs.make("probe")
+    try:
+        profile = SandboxProfile((), scratch, (), environment=(("PATH", "/usr/bin:/bin"),), seccomp=seccomp)
         try:
             probe = subprocess.run(sandbox.wrap(["/bin/sh", "-c", _PROBE], profile), capture_output=True,
                                    timeout=10, check=False, text=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap does not start: {exc}"
+    finally:
+        temp_dirs.release(scratch)
     if probe.returncode != 0:
         detail = probe.stderr.strip().splitlines()[-1:] or [f"exit status {probe.returncode}"]
         return f"bubblewrap cannot create a sandbox here: {detail[0]}"
@@ -294,9 +306,7 @@ class SessionSandbox:
 
     @property
     def status(self) -> SandboxStatus:
-        if not self.enabled:
-            return SandboxStatus(None, "turned off in the configuration (sandbox: off)")
-        return detect()
+        return sandbox_status(self.enabled)
 
     @property
     def available(self) -> bool:
@@ -346,16 +356,17 @@ class SessionSandbox:
         return moved
 
     def scratch(self) -> Path:
-        """The session's private temp directory ($TMPDIR inside the sandbox), made on first use."""
+        """The session's private temp directory ($TMPDIR inside the sandbox), made on first use and named
+        after this process (``tools.temp_dirs``), so a later start removes it if this process is killed."""
         if self._scratch is None:
             tag = "".join(c for c in self._session_id if c.isalnum() or c in "-_")[:32] or "session"
-            self._scratch = Path(tempfile.mkdtemp(prefix=f"acp-hermes-sandbox-{tag}-"))
+            self._scratch = temp_dirs.make("sandbox", tag)
         return self._scratch
 
     def discard(self) -> None:
         """Remove the private temp directory (the session ended); a later command would get a new one."""
         if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            temp_dirs.release(self._scratch)
             self._scratch = None
 
     def describe(self) -> list[str]:

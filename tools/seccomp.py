@@ -30,17 +30,15 @@ descriptor (``--seccomp``), so the same argv works for a local subprocess and an
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import errno
 import functools
 import os
 import platform
 import struct
-import tempfile
 from pathlib import Path
 
 from acp_hermes_memory.values import value
+from acp_hermes_tools import temp_dirs
 
 # struct seccomp_data: the system call number, the audit architecture, then six 64-bit arguments.
 _NR, _ARCH = 0, 4
@@ -181,19 +179,12 @@ def filter_file() -> Path | None:
     abis = machine_abis()
     if abis is None:
         return None
-    directory = Path(tempfile.mkdtemp(prefix="acp-hermes-seccomp-"))
+    directory = temp_dirs.make("seccomp")  # named after this process: removed at exit, or by a later start
     path = directory / "filter.bpf"
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
     with os.fdopen(descriptor, "wb") as handle:
         handle.write(filter_program(abis))
-    atexit.register(_remove, path)
     return path
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-        os.rmdir(path.parent)
 
 
 # Opens the filter on descriptor 3 and starts bubblewrap; the shell is the only extra process and

@@ -17,10 +17,8 @@ import logging
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +31,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from acp_hermes_memory.text import one_line
+from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
 from acp_hermes_tools.contracts import (
     JOB_TAIL_LINES,
@@ -44,6 +43,7 @@ from acp_hermes_tools.contracts import (
     TextDisplay,
 )
 from acp_hermes_tools.local_io import close_process_input, signal_group
+from acp_hermes_tools.process_trees import HeldGroup
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -251,6 +251,7 @@ class BackgroundJob:
     job_id: str = ""
     session_id: str = ""
     stdin: bool = False  # started with a pipe for its input (``process`` may write to it)
+    sandboxed: bool = False  # runs inside the session's OS sandbox (a write to it is judged there); False: outside
     started_monotonic: float = field(default_factory=time.monotonic, repr=False)
     end: JobEnded | None = None
     ended: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -343,10 +344,11 @@ class BackgroundJobs:
     _closed: bool = False
 
     def log_directory(self, session_id: str) -> Path:
-        """A private temporary directory for this session's logs, made on first use."""
+        """A private temporary directory for this session's logs, made on first use and named after this
+        process (``tools.temp_dirs``), so a later start removes it if this process is killed."""
         if self._directory is None:
             tag = re.sub(r"[^A-Za-z0-9_-]", "", session_id)[:32] or "session"
-            self._directory = Path(tempfile.mkdtemp(prefix=f"acp-hermes-{tag}-"))
+            self._directory = temp_dirs.make("jobs", tag)
         return self._directory
 
     def new_id(self) -> str:
@@ -399,9 +401,10 @@ class BackgroundJobs:
                 log.exception("the end-of-job hook failed for %s", job.job_id)
 
     def close(self) -> None:
-        """The session ended: SIGTERM each running job's process group now; on a thread (not a daemon,
-        so an exiting agent waits for it), SIGKILL what is left after ``STOP_GRACE_SECONDS``, then
-        remove the log directory. No ``on_end`` call and no queued notice after this. Safe to call twice.
+        """The session ended: stop (SIGSTOP) each running job's process group now; on a thread (not a
+        daemon, so an exiting agent waits for it), note what each started outside its group, SIGTERM
+        them all, SIGKILL what is left after ``STOP_GRACE_SECONDS`` (``tools.process_trees``), then remove
+        the log directory. No ``on_end`` call and no queued notice after this. Safe to call twice.
 
         A job whose first process has already exited is left alone: its group id may by now belong
         to someone else's processes (a finished group's id can be reused), so nothing is sent to it.
@@ -411,16 +414,18 @@ class BackgroundJobs:
             self.on_end = None
             self._unreported = []
         jobs, self.jobs = self.jobs, []
-        groups = [job.pid for job in jobs if job.exit_code is None]  # each job leads its own group
+        # Each job leads its own group; held (stopped) with no wait since its leader was seen running.
+        held = [HeldGroup(job.pid) for job in jobs if job.exit_code is None]
         directory, self._directory = self._directory, None
         for job in jobs:  # the agent's ends of their stdin pipes (closed on this thread only)
             close_process_input(job.process)
-        if not groups and directory is None:
+        if not held and directory is None:
             return
-        for group in groups:
-            signal_group(group, signal.SIGTERM)
-        log.info("session ended: stopping %d background command(s)", len(groups))
-        threading.Thread(target=_finish_stopping, args=(groups, directory), name="background-jobs-stop").start()
+        log.info("session ended: stopping %d background command(s)", len(held))
+        try:
+            threading.Thread(target=_finish_stopping, args=(held, directory), name="background-jobs-stop").start()
+        except RuntimeError:  # no new thread (the interpreter is ending): the held groups must not stay stopped
+            _finish_stopping(held, directory)
 
 
 def on_event_loop(callback: OnEnd) -> OnEnd:
@@ -437,17 +442,22 @@ def on_event_loop(callback: OnEnd) -> OnEnd:
     return hook
 
 
-def _finish_stopping(groups: list[int], directory: Path | None) -> None:
+def _finish_stopping(held: list[HeldGroup], directory: Path | None) -> None:
+    for group in held:
+        group.look()
+        group.signal(signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_SECONDS
-    alive = groups
+    alive = [group for group in held if group.held]
     while alive and time.monotonic() < deadline:
         time.sleep(_STOP_POLL_SECONDS)
-        alive = [group for group in alive if signal_group(group, 0)]
+        alive = [group for group in alive if signal_group(group.group, 0)]
     for group in alive:
-        if signal_group(group, signal.SIGKILL):
-            log.info("background command %d ignored SIGTERM: killed", group)
+        if group.signal(signal.SIGKILL):
+            log.info("background command %d ignored SIGTERM: killed", group.group)
+    for group in held:
+        group.finish()
     if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+        temp_dirs.release(directory)
 
 
 BACKGROUND_JOBS = StateKey("terminal.background", BackgroundJobs, close=BackgroundJobs.close)
@@ -468,7 +478,7 @@ def _start_in_background(command: str, cwd: Path, ctx: ToolContext, *, stdin: bo
     except OSError as error:
         raise ToolError(f"could not start the command: {error}") from error
     job = BackgroundJob(process.pid, command, cwd, log_path, time.time(), process, job_id=job_id,
-                        session_id=ctx.session_id, stdin=stdin)
+                        session_id=ctx.session_id, stdin=stdin, sandboxed=ctx.runs_sandboxed(command))
     jobs.add(job)
     log.info("background command started: %s, pid %s, log %s", job_id, job.pid, job.log_path)
     status = f"running in the background as {job_id}: pid {job.pid}, log {job.log_path}"

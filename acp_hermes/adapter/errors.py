@@ -14,10 +14,17 @@ from typing import Any, ParamSpec, TypeVar
 from acp import RequestError
 
 from acp_hermes.config import ConfigError
-from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError, damaged_database
+from acp_hermes.core.errors import (
+    InvalidInput,
+    ModeUnavailable,
+    SessionCreationFailed,
+    SessionNotFoundError,
+    damaged_database,
+)
 from acp_hermes_memory.session_db import SessionDBCorrupt
 
 RESOURCE_NOT_FOUND = -32002
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 P = ParamSpec("P")
@@ -45,6 +52,11 @@ def _invalid(error: InvalidInput) -> RequestError:
     return RequestError.invalid_params({"details": str(error)})
 
 
+def _mode_unavailable(error: ModeUnavailable) -> RequestError:
+    """-32602 with the reason as the message: editors show the message of a failed mode switch."""
+    return RequestError(INVALID_PARAMS, str(error), {"details": str(error)})
+
+
 def _config(error: ConfigError) -> RequestError:
     message = f"acp-hermes configuration error: {error}"  # clients show the message
     return RequestError(INTERNAL_ERROR, message, {"details": message})
@@ -62,6 +74,7 @@ def _auth(error: AuthRequired) -> RequestError:
 _TABLE: dict[type[Exception], Callable[[Any], RequestError]] = {
     SessionNotFoundError: _not_found,
     SessionCreationFailed: _creation_failed,
+    ModeUnavailable: _mode_unavailable,  # before InvalidInput, which it is a kind of
     InvalidInput: _invalid,
     ConfigError: _config,
     AuthRequired: _auth,

@@ -13,7 +13,7 @@ from typing import Any
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
 from acp_hermes.core.commands import MenuEntry
-from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
+from acp_hermes.permissions.modes import Mode
 
 
 def _thought_description(level: ThoughtLevel, settings: Settings) -> str:
@@ -35,7 +35,7 @@ def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str
             "currentValue": choices.mode.value,
             "options": [
                 {"value": mode.value, "name": name, "description": description}
-                for mode, (name, description) in MODE_DESCRIPTIONS.items()
+                for mode, (name, description) in _modes(choices)
             ],
         },
         {
@@ -61,12 +61,17 @@ def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str
     ]
 
 
+def _modes(choices: SessionChoices) -> list[tuple[Mode, tuple[str, str]]]:
+    """The modes the session offers (no ``bypass`` where no sandbox runs, unless the user's config allows it)."""
+    return [(mode, choices.describe(mode)) for mode in choices.modes]
+
+
 def session_modes(choices: SessionChoices) -> dict[str, Any]:
     return {
         "currentModeId": choices.mode.value,
         "availableModes": [
             {"id": mode.value, "name": name, "description": description}
-            for mode, (name, description) in MODE_DESCRIPTIONS.items()
+            for mode, (name, description) in _modes(choices)
         ],
     }
 

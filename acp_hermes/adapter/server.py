@@ -36,7 +36,7 @@ from acp_hermes.adapter.options import available_commands_update, config_options
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
 from acp_hermes.adapter.sdk import json_rpc_engine, observe_request, route_session_delete
-from acp_hermes.config import ConfigError, Paths, Settings, load_settings
+from acp_hermes.config import ConfigError, Paths, Settings, home_problem, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
 from acp_hermes.core.commands import Handled, handle, menu
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
@@ -66,10 +66,10 @@ class HermesAgent:
     """Handlers for every ACP method acp-hermes supports."""
 
     def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None,
-                 db_opening: Future[SessionDB] | None = None) -> None:
+                 db_opening: Future[SessionDB] | None = None, sandbox_probe: Future[None] | None = None) -> None:
         self._paths = paths
         self._config_error = config_error
-        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening)
+        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
         self._abilities = ClientAbilities()
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None
@@ -209,6 +209,9 @@ class HermesAgent:
         }
 
     def _reload_settings(self) -> None:
+        if (problem := home_problem(self._paths)) is not None:  # it would fail whatever came next
+            self._config_error = problem
+            return
         try:
             self.runtime.settings = load_settings(paths=self._paths)
             self._config_error = None

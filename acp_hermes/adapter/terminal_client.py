@@ -1,6 +1,7 @@
 """A terminal ACP client: it drives an agent over stdio the way an editor does and renders what
 it streams (text, thoughts, plans, tool calls with their diffs and output, permission prompts,
-usage). ``acp-hermes demo`` runs it against this server.
+usage). ``acp-hermes demo`` runs it against this server: one prompt (``drive``), or a chat that
+goes on from there (``adapter.terminal_chat``).
 """
 
 from __future__ import annotations
@@ -8,12 +9,20 @@ from __future__ import annotations
 import contextlib
 import difflib
 import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acp_hermes_memory.fs import atomic_write_text
+
+if TYPE_CHECKING:
+    from acp.client.connection import ClientSideConnection
+
+    from acp_hermes.adapter.terminal_input import Keyboard
+
+SHUTDOWN_SECONDS = 2.0  # for the server to store what it has and exit once its stdin closes, before a SIGTERM
 
 DIM, BOLD, RESET = "\033[2m", "\033[1m", "\033[0m"
 RED, GREEN, YELLOW, CYAN = "\033[31m", "\033[32m", "\033[33m", "\033[36m"
@@ -27,8 +36,10 @@ class TerminalView:
     def __init__(self, color: bool, workspace: Path | None = None) -> None:
         self._color = color
         self.workspace = workspace
-        self._stream: str | None = None
+        self._stream: str | None = None  # what the current line is part of; None: at the start of a line
+        self._line_start = True
         self._titles: dict[str, str] = {}
+        self.prompt: str | None = None  # the chat's input prompt, while it waits for the user; None while busy
 
     def paint(self, text: str, *styles: str) -> str:
         return "".join(styles) + text + RESET if self._color and styles else text
@@ -36,10 +47,12 @@ class TerminalView:
     def write(self, text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
+        if text:
+            self._line_start = text.endswith("\n")
 
     def _block(self, kind: str) -> None:
         if self._stream != kind:
-            if self._stream is not None:
+            if self._stream is not None and not self._line_start:
                 self.write("\n")
             self._stream = kind
 
@@ -48,11 +61,37 @@ class TerminalView:
         self.write(text + "\n")
         self._stream = None
 
+    def ask(self, text: str) -> None:
+        """Write a prompt for the user's input, the cursor left after it."""
+        self._block("prompt")
+        self.write(text)
+
+    def show_prompt(self) -> None:
+        """The chat's prompt, unless it is busy or the prompt is already on the last line."""
+        if self.prompt is not None and self._stream != "prompt":
+            self.ask(self.prompt)
+
+    def typed(self) -> None:
+        """The user pressed Enter (the terminal echoed it): the cursor is at the start of a line."""
+        self._stream, self._line_start = None, True
+
+    def break_line(self) -> None:
+        """End the current line, whatever is on it (the terminal's own ``^C`` echo included)."""
+        self.write("\n")
+        self._stream = None
+
+    def finish(self) -> None:
+        """Leave the cursor at the start of a line for whatever the shell prints next."""
+        if self._stream is not None and not self._line_start:
+            self.break_line()
+
     def show(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
-            self._block("text")
+            self._block(f"text {update.get('messageId')}")  # another message (a command's reply): its own line
             self.write(update["content"].get("text", ""))
+        elif kind == "user_message_chunk":  # words sent into a running turn, where the model reads them
+            self.line(self.paint(f"↪ you: {update['content'].get('text', '')}", BOLD))
         elif kind == "agent_thought_chunk":
             if self._stream != "thought":
                 self._block("thought")
@@ -115,14 +154,18 @@ class TerminalView:
 
 
 class DemoClient:
-    """The editor side: file access on local disk and permission prompts on the terminal."""
+    """The editor side: file access on local disk and permission prompts on the terminal.
 
-    def __init__(self, view: TerminalView, *, approve_all: bool, interactive: bool, sandbox: bool) -> None:
+    ``keyboard``: where a person answers permission questions; None when nobody can (no terminal):
+    then the throwaway sample project (``sandbox``) is approved, anything else rejected."""
+
+    def __init__(self, view: TerminalView, *, approve_all: bool, keyboard: Keyboard | None, sandbox: bool) -> None:
         self.view = view
         self._approve_all = approve_all
-        self._interactive = interactive
+        self._keyboard = keyboard
         self._sandbox = sandbox
         self._titled: anyio.Event | None = None  # set when the session's title arrives
+        self._asking: anyio.Lock | None = None  # one question on the terminal at a time
 
     def _title_event(self) -> anyio.Event:
         if self._titled is None:
@@ -137,6 +180,7 @@ class DemoClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         shown = update.model_dump(mode="json", by_alias=True, exclude_none=True)
         self.view.show(shown)
+        self.view.show_prompt()  # it came while the chat waited for the user: the prompt again, below it
         if shown.get("sessionUpdate") == "session_info_update" and shown.get("title"):
             self._title_event().set()
 
@@ -156,6 +200,12 @@ class DemoClient:
         return None
 
     async def request_permission(self, options: list[Any], session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        if self._asking is None:
+            self._asking = anyio.Lock()
+        async with self._asking:
+            return await self._ask(options, tool_call)
+
+    async def _ask(self, options: list[Any], tool_call: Any) -> Any:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
         call = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -164,20 +214,24 @@ class DemoClient:
         for item in call.get("content") or []:
             view.content(item)
         choices = [o.model_dump(mode="json", by_alias=True) for o in options]
-        if self._approve_all or (not self._interactive and self._sandbox):
+        if self._approve_all or (self._keyboard is None and self._sandbox):
             allow_once = next((o for o in choices if o["kind"] == "allow_once"), choices[0])
             reason = "--yes" if self._approve_all else "non-interactive, in a throwaway sample project"
             view.line(view.paint(f"  → {allow_once['name']} ({reason})", YELLOW))
             chosen = allow_once["optionId"]
             return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen))
-        if not self._interactive:
+        if self._keyboard is None:
             view.line(view.paint("  → rejected (no terminal to ask on; pass --yes to approve)", YELLOW))
             reject = next((o for o in choices if o["kind"] == "reject_once"), choices[-1])
             return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=reject["optionId"]))
         for number, choice in enumerate(choices, 1):
             view.line(f"  {number}) {choice['name']}")
         while True:
-            answer = await anyio.to_thread.run_sync(input, "  choose [1]: ")
+            view.ask("  choose [1]: ")
+            answer = await self._keyboard.answer()
+            view.typed()
+            if answer is None:  # Ctrl-C cancelled the turn, or the input ended
+                return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
             answer = answer.strip() or "1"
             if answer.isdigit() and 1 <= int(answer) <= len(choices):
                 picked = choices[int(answer) - 1]["optionId"]
@@ -186,17 +240,28 @@ class DemoClient:
                 return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
 
 
-async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, env: dict[str, str],
-                 log_level: str | None, *, title_wait: float = 0.0) -> str:
-    """Run ``prompt`` in a new session of a spawned server; its stop reason. ``title_wait``: seconds to
-    keep the server after the turn for the session's title (it names the session after the first turn)."""
-    from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+@contextlib.asynccontextmanager
+async def connected(client: DemoClient, cwd: Path, env: dict[str, str], log_level: str | None, *,
+                    own_session: bool = False) -> AsyncIterator[tuple[ClientSideConnection, str]]:
+    """A spawned server, initialized, with a new session in ``cwd``: the connection and the session's id.
+
+    ``own_session``: the server runs in a session (and process group) of its own, so the terminal's
+    Ctrl-C reaches the demo alone, which cancels the turn instead. Closing its stdin ends it: it stores
+    what it has first (a SIGTERM after ``SHUTDOWN_SECONDS``, a SIGKILL after as many again).
+    """
+    import asyncio
+
+    from acp import PROTOCOL_VERSION, connect_to_agent
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
     args = ["-m", "acp_hermes"] + (["--log-level", log_level] if log_level else [])
+    server = await asyncio.create_subprocess_exec(sys.executable, *args, stdin=asyncio.subprocess.PIPE,
+                                                  stdout=asyncio.subprocess.PIPE, env=env, cwd=str(cwd),
+                                                  start_new_session=own_session)
+    assert server.stdin is not None and server.stdout is not None
     # DemoClient implements the client methods this agent uses; the SDK answers others with -32601.
-    async with spawn_agent_process(client, sys.executable, *args, env=env, cwd=str(cwd),  # type: ignore[arg-type]
-                                   transport_kwargs={"stderr": None}) as (conn, _process):
+    conn = connect_to_agent(client, server.stdin, server.stdout)  # type: ignore[arg-type]
+    try:
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True,
@@ -204,11 +269,32 @@ async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, 
             client_info=Implementation(name="acp-hermes-demo", version="1"),
         )
         session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        yield conn, session.session_id
+    finally:
+        with anyio.CancelScope(shield=True):
+            await conn.close()
+            with contextlib.suppress(OSError, RuntimeError):
+                server.stdin.close()
+            # Wait for it to leave on its own, then ask it to, then make it.
+            stops: tuple[Callable[[], None], ...] = (lambda: None, server.terminate, server.kill)
+            for stop in stops:
+                with contextlib.suppress(ProcessLookupError):
+                    stop()
+                with anyio.move_on_after(SHUTDOWN_SECONDS):
+                    await server.wait()
+                    break
+
+
+async def drive(view: TerminalView, client: DemoClient, prompt: str, cwd: Path, env: dict[str, str],
+                log_level: str | None, *, title_wait: float = 0.0) -> str:
+    """Run ``prompt`` in a new session of a spawned server; its stop reason. ``title_wait``: seconds to
+    keep the server after the turn for the session's title (it names the session after the first turn)."""
+    from acp import text_block
+
+    async with connected(client, cwd, env, log_level) as (conn, session_id):
         view.line(view.paint(f"you: {prompt}", BOLD))
-        response = await conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])
+        response = await conn.prompt(session_id=session_id, prompt=[text_block(prompt)])
         view.line(view.paint(f"\nturn ended: {response.stop_reason}", DIM))
         if title_wait and response.stop_reason != "cancelled":
             await client.wait_for_title(title_wait)
         return response.stop_reason
-
-

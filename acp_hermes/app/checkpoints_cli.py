@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp_hermes.config import Paths, paths_from_env
 from acp_hermes.core.checkpoints import END, REF_ROOT
+from acp_hermes_memory.text import counted
 
 if TYPE_CHECKING:
     from acp_hermes_tools.checkpoints import CheckpointStore, Snapshot
@@ -138,9 +139,6 @@ def _minute(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
 
 def _list(paths: Paths, as_json: bool) -> int:
     found = summaries(paths)
@@ -158,12 +156,12 @@ def _list(paths: Paths, as_json: bool) -> int:
             print(f"  ! cannot be read: {summary.problem} ({human_size(summary.size)} in {summary.store.directory})")
             continue
         newest = f", newest {_minute(summary.newest)}" if summary.newest is not None else ""
-        print(f"  {_plural(summary.checkpoints, 'checkpoint')} in {_plural(summary.sessions, 'session')}"
+        print(f"  {counted(summary.checkpoints, 'checkpoint')} in {counted(summary.sessions, 'session')}"
               f"{newest}, {human_size(summary.size)}")
         if summary.interrupted_restore:
             print("  ! a restore was interrupted: acp-hermes finishes it when its next session starts")
     total = sum(summary.size for summary in found)
-    print(f"\n{_plural(len(found), 'store')}, {human_size(total)} in {paths.checkpoints}")
+    print(f"\n{counted(len(found), 'store')}, {human_size(total)} in {paths.checkpoints}")
     return 0
 
 
@@ -211,7 +209,7 @@ def _show(paths: Paths, given: str, as_json: bool) -> int:
                           "size_bytes": store.size_bytes(), "sessions": groups}, indent=2, ensure_ascii=False))
         return 0
     count = sum(map(len, sessions.values()))
-    print(f"{store.workspace}: {_plural(count, 'checkpoint')}, {human_size(store.size_bytes())} ({store.directory})")
+    print(f"{store.workspace}: {counted(count, 'checkpoint')}, {human_size(store.size_bytes())} ({store.directory})")
     for session, entries in sessions.items():
         print(f"\nsession {session}")
         for entry in entries:
@@ -263,7 +261,7 @@ def _prune(paths: Paths, as_json: bool) -> int:
         if result["error"]:
             print(f"acp-hermes: {result['workspace']}: cannot prune: {result['error']}", file=sys.stderr)
             continue
-        print(f"{result['workspace']}: dropped {result['dropped']:,}, {_plural(result['left'], 'checkpoint')} left, "
+        print(f"{result['workspace']}: dropped {result['dropped']:,}, {counted(result['left'], 'checkpoint')} left, "
               f"{human_size(result['size_bytes'])}")
     if results:
         print(f"\nKept the newest {limits.keep:,} per workspace, none older than {limits.max_age_days:g} days "

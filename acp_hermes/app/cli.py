@@ -4,9 +4,10 @@ skills, demo."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from acp_hermes import __version__
 
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     import argparse
     from concurrent.futures import Future
 
-    from acp_hermes.config import Paths
+    from acp_hermes.config import Paths, Settings
     from acp_hermes_memory.session_db import SessionDB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -60,8 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
-    demo = commands.add_parser("demo", parents=[common], help="run a prompt through the server the way an editor does")
-    demo.add_argument("prompt", nargs="?", help="the prompt (a default demo task when omitted)")
+    demo = commands.add_parser(
+        "demo", parents=[common], help="run a prompt through the server the way an editor does, then chat",
+        description="Run a prompt through the server the way an editor does, then keep talking in the same session: "
+        "type prompts and slash commands (/help, /rollback, /budget; /steer and /queue while a turn runs); Ctrl-C "
+        "cancels a running turn, Ctrl-D quits. With input from a pipe, its lines are sent one at a time and the "
+        "demo ends with them.")
+    demo.add_argument("prompt", nargs="?", help="the first prompt (a default demo task when omitted)")
+    demo.add_argument("--once", action="store_true", help="run the one prompt and exit: no chat after it")
     demo.add_argument("--yes", action="store_true", help="approve every permission request")
     demo.add_argument("--cwd", help="workspace directory (default: a fresh sample project in a temp dir)")
     demo.add_argument("--offline", action="store_true",
@@ -74,9 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if not arguments:  # how editors start us: skip argparse, a few ms of start-up
             return serve(None)
-        return _run(build_parser().parse_args(arguments))
+        status = _run(build_parser().parse_args(arguments))
+        sys.stdout.flush()  # here, where a reader that left (`| head`) is caught, not in the exit's flush
+        return status
     except KeyboardInterrupt:  # Ctrl-C: the exit status says it all, a traceback would add nothing
         return _interrupted()
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
         line = failure_line(exc)
         if line is None:
@@ -93,8 +104,7 @@ def failure_line(error: BaseException) -> str | None:
     directory belongs, a file that cannot be read, the server's answer to the demo), or None."""
     import sqlite3
 
-    from acp_hermes.app.local_settings import home_problem
-    from acp_hermes.config import ConfigError, paths_from_env
+    from acp_hermes.config import ConfigError, home_problem, paths_from_env
     from acp_hermes.core.errors import damaged_database
     from acp_hermes_memory.session_db import SessionDBCorrupt, is_corruption
 
@@ -132,12 +142,21 @@ def _interrupted() -> NoReturn:
     os._exit(130)
 
 
+def _reader_gone() -> int:
+    """stdout's reader has gone (``acp-hermes sessions list | head -1``): the rest of the output has no
+    one to read it, so stop quietly with the status of a process ended by SIGPIPE (128 + 13), and point
+    stdout at /dev/null so the flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.command in (None, "serve"):
         return serve(args.log_level)
     if args.command != "doctor":  # doctor names it among what else it finds
-        from acp_hermes.app.local_settings import home_problem
-        from acp_hermes.config import paths_from_env
+        from acp_hermes.config import home_problem, paths_from_env
 
         problem = home_problem(paths_from_env())
         if problem is not None:
@@ -171,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
-                    log_level=args.log_level)
+                    log_level=args.log_level, once=args.once)
 
 
 def _log_for_command(level: str | None, *, console: bool) -> None:
@@ -195,9 +214,8 @@ def serve(log_level: str | None) -> int:
     import logging
 
     from acp_hermes.adapter.wire import claim_stdout
-    from acp_hermes.app.local_settings import home_problem
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, Settings, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -211,11 +229,12 @@ def serve(log_level: str | None) -> int:
         settings, error = None, str(exc)
     configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
     log = logging.getLogger("acp_hermes")
-    problem = home_problem(paths) or error  # a file for HERMES_HOME is what the config error comes from
+    problem = home_problem(paths) or error  # an unusable HERMES_HOME is what the config error comes from
     if problem:
         log.error("configuration error: %s", problem)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
     db_opening = _open_state_db_early(paths)
+    sandbox_probe = _probe_sandbox_early(settings)
 
     import asyncio
 
@@ -223,25 +242,63 @@ def serve(log_level: str | None) -> int:
 
     gc.freeze()  # later collections need not walk all that again
     gc.enable()
-    agent = HermesAgent(paths, settings, error, db_opening)
+    agent = HermesAgent(paths, settings, problem, db_opening, sandbox_probe)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        asyncio.run(serve_stdio(agent, protocol_fd, STDIO_LIMIT))
+        signalled = asyncio.run(_serve_until_signalled(serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
     except KeyboardInterrupt:
         return 130
+    if signalled is not None:
+        log.info("%s received; exiting", signal.Signals(signalled).name)
+        return 128 + signalled  # what a shell reports for a process that signal ended
     log.info("stdin closed; exiting")
     return 0
 
 
+async def _serve_until_signalled(serving: Coroutine[Any, Any, None]) -> int | None:
+    """Serve until stdin closes (None) or SIGTERM/SIGHUP asks us to stop (its number).
+
+    A signal ends the server the way a closed stdin does: the sessions close (their background
+    commands stop, their private temp directories go), the turns store what they have, the stores
+    close; the exit then removes what else this process made in the temp directory. A second signal
+    does not wait for that.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serving)
+    received: list[int] = []
+
+    def stop(signum: int) -> None:
+        if received:  # asked twice: stop now, tidy only the temp directory
+            from acp_hermes_tools.temp_dirs import remove_owned
+
+            remove_owned()
+            os._exit(128 + signum)
+        received.append(signum)
+        task.cancel()  # serve_stdio's shutdown then closes the sessions, as after the end of stdin
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not received:
+            raise
+    return received[0] if received else None
+
+
 def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
-    """Open state.db on a thread while the ACP SDK is imported, and tidy up after killed writers.
+    """Open state.db on a thread while the ACP SDK is imported, and tidy up after killed writers and servers.
 
     Opening may wait on the disk (creating the schema in a new HERMES_HOME, syncing the WAL);
     that wait overlaps the ~0.5 s of imports instead of delaying session/new. ``Runtime.db``
     takes the result, or the error (and then tries again itself). Temp files an interrupted
-    atomic write left behind in our directories go too.
+    atomic write left behind in our directories go too, and so do the temp directories of servers that
+    were killed (``tools.temp_dirs``).
     """
+    import logging
     import threading
     from concurrent.futures import Future
 
@@ -251,7 +308,10 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
         try:
             from acp_hermes_memory.fs import remove_stale_temp_files
             from acp_hermes_memory.session_db import SessionDB
+            from acp_hermes_tools.temp_dirs import remove_dead_owners
 
+            for folder in remove_dead_owners():  # first, so whoever has the database finds them gone
+                logging.getLogger("acp_hermes").info("removed %s: the process that made it is gone", folder)
             for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
                 remove_stale_temp_files(directory)
             opening.set_result(SessionDB(paths.state_db))
@@ -260,6 +320,32 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
 
     threading.Thread(target=open_db, name="state.db open", daemon=True).start()
     return opening
+
+
+def _probe_sandbox_early(settings: Settings | None) -> Future[None]:
+    """Try the OS sandbox on a thread while the ACP SDK is imported.
+
+    Whether ``bypass`` is offered is part of the ``session/new`` answer, and it depends on whether
+    bubblewrap can start here (tens of milliseconds): begun now, the answer is there long before.
+    ``Runtime.sandbox`` takes it (``tools.sandbox.detect`` keeps it for the process).
+    """
+    import threading
+    from concurrent.futures import Future
+
+    probing: Future[None] = Future()
+
+    def probe() -> None:
+        try:
+            from acp_hermes_tools.sandbox import detect
+
+            if settings is None or settings.sandbox != "off":
+                detect()
+            probing.set_result(None)
+        except BaseException as exc:  # tried again where it is needed
+            probing.set_exception(exc)
+
+    threading.Thread(target=probe, name="sandbox probe", daemon=True).start()
+    return probing
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
-"""``acp-hermes demo``: run a prompt through the server exactly as an editor does.
+"""``acp-hermes demo``: run a prompt through the server exactly as an editor does, then chat.
 
 It spawns ``acp-hermes`` over stdio and drives it with the terminal client of the ACP adapter
-(``adapter.terminal_client``).
+(``adapter.terminal_client``). After the first prompt the session stays open for a chat
+(``adapter.terminal_chat``): on a terminal, what the user types, slash commands, permission questions
+and Ctrl-C included, until Ctrl-D; from a pipe, its lines until it ends (so a script, or CI with no
+input, ends too). ``--once`` runs the one prompt and stops, as a script may want.
 
 - Offline (no API key, or ``--offline``): the built-in scripted model on 127.0.0.1, a throwaway
   sample project (unless ``--cwd``) and a throwaway ``HERMES_HOME``: nothing of the run stays,
@@ -13,7 +16,9 @@ It spawns ``acp-hermes`` over stdio and drives it with the terminal client of th
   doubles as a check of the key and base URL. So does an invalid configuration: which model and key
   to use are unknown then (``--offline`` names it and runs all the same: it does not use it).
 
-Ctrl-C ends it quietly (status 130) on a fresh line; the server stores what the turn had so far.
+In the chat on a terminal, Ctrl-C cancels the running turn; otherwise (``--once``, or input from a
+pipe) Ctrl-C ends the demo quietly (status 130) on a fresh line, and the server stores what the turn
+had so far.
 """
 
 from __future__ import annotations
@@ -29,12 +34,17 @@ from typing import Any
 
 import anyio
 
+from acp_hermes.adapter.terminal_chat import ChatEnd, converse
 from acp_hermes.adapter.terminal_client import BOLD, DIM, PLAN_MARKS, YELLOW, DemoClient, TerminalView, drive
+from acp_hermes.adapter.terminal_input import Keyboard
 from acp_hermes.config import ENV_MODEL, ConfigError, Paths, Settings, load_settings
 
 OFFLINE_MODEL = "offline-demo"  # no price: the scripted model costs nothing
 TITLE_WAIT_SECONDS = 30.0  # the server names a session within ~20 s of its first turn (core.titles)
 MODEL_FAILURE_MARK = "\n\n⚠️ "  # how the agent loop ends a turn the model could not complete (core.loop)
+CHAT_KEYS = "Ctrl-C cancels a running turn, Ctrl-D quits"
+CHAT_HINT = (f"Type a prompt or a command after `you>`: /help lists them; while a turn runs, /steer <words> sends "
+             f"words into it and /queue <prompt> runs one after it. {CHAT_KEYS}.")
 
 
 class DemoView(TerminalView):
@@ -92,9 +102,11 @@ def _server_env(home: str | None, base_url: str | None, api_key: str | None, mod
     return env
 
 
-def run_demo(*, prompt: str | None, approve_all: bool, cwd: str | None, offline: bool, log_level: str | None) -> int:
+def run_demo(*, prompt: str | None, approve_all: bool, cwd: str | None, offline: bool, log_level: str | None,
+             once: bool = False) -> int:
+    run = _Run(approve_all=approve_all, once=once, log_level=log_level)
     try:
-        return _run(prompt=prompt, approve_all=approve_all, cwd=cwd, offline=offline, log_level=log_level)
+        return _run(run, prompt=prompt, cwd=cwd, offline=offline)
     except KeyboardInterrupt:
         # The terminal echoed ^C where the cursor was: what the shell prints next starts a line of its own.
         for stream in (sys.stdout, sys.stderr):
@@ -106,7 +118,32 @@ def run_demo(*, prompt: str | None, approve_all: bool, cwd: str | None, offline:
         raise
 
 
-def _run(*, prompt: str | None, approve_all: bool, cwd: str | None, offline: bool, log_level: str | None) -> int:
+class _Run:
+    """How this run talks to the server: the one prompt (``--once``) or a chat after it."""
+
+    def __init__(self, *, approve_all: bool, once: bool, log_level: str | None) -> None:
+        self.approve_all = approve_all
+        self.once = once
+        self.log_level = log_level
+        self.interactive = sys.stdin.isatty()
+
+    def talk(self, view: DemoView, prompt: str, workspace: Path, env: dict[str, str], *, sandbox: bool, hint: str,
+             title_wait: float = 0.0) -> int:
+        """Run ``prompt`` (and the chat after it) in ``workspace``; the exit status."""
+        keyboard = Keyboard()  # the chat's input; permission answers too, on a terminal
+        client = DemoClient(view, approve_all=self.approve_all, keyboard=keyboard if self.interactive else None,
+                            sandbox=sandbox)
+        if self.once:
+            stop = anyio.run(lambda: drive(view, client, prompt, workspace, env, self.log_level,
+                                           title_wait=title_wait))
+            return _status(view, stop)
+        end = anyio.run(lambda: converse(view, client, keyboard, prompt, workspace, env, self.log_level,
+                                         interactive=self.interactive, hint=hint,
+                                         failed=lambda: view.failure is not None, title_wait=title_wait))
+        return _chat_status(view, end)
+
+
+def _run(run: _Run, *, prompt: str | None, cwd: str | None, offline: bool) -> int:
     try:
         settings = load_settings()
     except ConfigError as exc:
@@ -116,15 +153,15 @@ def _run(*, prompt: str | None, approve_all: bool, cwd: str | None, offline: boo
             return 1
         # The scripted model in a throwaway HERMES_HOME does not use it; still worth knowing.
         print(f"acp-hermes demo: configuration error (the offline demo does not use it): {exc}", file=sys.stderr)
-        return _offline(prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
+        return _offline(run, prompt=prompt, cwd=cwd)
     if offline or not settings.has_api_key:
-        return _offline(prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
-    return _with_model(settings, prompt=prompt, approve_all=approve_all, cwd=cwd, log_level=log_level)
+        return _offline(run, prompt=prompt, cwd=cwd)
+    return _with_model(run, settings, prompt=prompt, cwd=cwd)
 
 
-def _offline(*, prompt: str | None, approve_all: bool, cwd: str | None, log_level: str | None) -> int:
+def _offline(run: _Run, *, prompt: str | None, cwd: str | None) -> int:
     """The scripted model, in a HERMES_HOME made for this run and removed with it."""
-    from acp_hermes.testing.demo_model import DEFAULT_PROMPT, start_demo_model, write_sample_project
+    from acp_hermes.testing.demo_model import CHAT_PROMPTS, DEFAULT_PROMPT, start_demo_model, write_sample_project
 
     view = _view()
     with tempfile.TemporaryDirectory(prefix="acp-hermes-demo-") as scratch:
@@ -140,15 +177,14 @@ def _offline(*, prompt: str | None, approve_all: bool, cwd: str | None, log_leve
         view.line(view.paint(f"workspace: {workspace}", DIM))
         view.workspace = workspace.resolve()
         env = _server_env(str(home), None, "offline-demo-key", OFFLINE_MODEL)
-        client = DemoClient(view, approve_all=approve_all, interactive=sys.stdin.isatty(), sandbox=cwd is None)
-        with _logging_in(Paths(home), log_level), contextlib.closing(start_demo_model()) as server:
+        hint = (f"Type after `you>`: the scripted model knows {CHAT_PROMPTS}; /help lists the commands (try "
+                f"/rollback, /budget, /queue <prompt>, and /steer <words> while it counts). {CHAT_KEYS}.")
+        with _logging_in(Paths(home), run.log_level), contextlib.closing(start_demo_model()) as server:
             env["ANTHROPIC_BASE_URL"] = server.base_url
-            stop = anyio.run(drive, view, client, prompt or DEFAULT_PROMPT, workspace, env, log_level)
-    return _status(view, stop)
+            return run.talk(view, prompt or DEFAULT_PROMPT, workspace, env, sandbox=cwd is None, hint=hint)
 
 
-def _with_model(settings: Settings, *, prompt: str | None, approve_all: bool, cwd: str | None,
-                log_level: str | None) -> int:
+def _with_model(run: _Run, settings: Settings, *, prompt: str | None, cwd: str | None) -> int:
     """The configured model in a real folder: a session stored in the user's SessionDB, with its title."""
     from acp_hermes.app.setup import access_problem
 
@@ -160,10 +196,8 @@ def _with_model(settings: Settings, *, prompt: str | None, approve_all: bool, cw
     workspace = Path(cwd).resolve() if cwd else Path.cwd()
     view.workspace = workspace
     text = prompt or "Give me a short overview of this project: what it is and how it is laid out."
-    client = DemoClient(view, approve_all=approve_all, interactive=sys.stdin.isatty(), sandbox=False)
-    stop = anyio.run(lambda: drive(view, client, text, workspace, _server_env(None, None, None, None), log_level,
-                                   title_wait=TITLE_WAIT_SECONDS))
-    return _status(view, stop)
+    return run.talk(view, text, workspace, _server_env(None, None, None, None), sandbox=False, hint=CHAT_HINT,
+                    title_wait=TITLE_WAIT_SECONDS)
 
 
 def _view() -> DemoView:
@@ -175,6 +209,14 @@ def _status(view: DemoView, stop: str) -> int:
         print(f"acp-hermes demo: the model could not answer: {view.failure}", file=sys.stderr)
         return 1
     return 0 if stop in ("end_turn", "max_tokens") else 1
+
+
+def _chat_status(view: DemoView, end: ChatEnd) -> int:
+    """Ctrl-D or the end of input: 0; Ctrl-C at the prompt, twice: 130; a model that could not answer the
+    first prompt: 1, with the reason."""
+    if end == "failed":
+        return _status(view, "end_turn")
+    return 130 if end == "interrupted" else 0
 
 
 @contextlib.contextmanager

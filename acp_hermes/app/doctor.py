@@ -20,12 +20,15 @@ from acp_hermes.config import (
     ConfigError,
     Paths,
     Settings,
+    home_problem,
     load_settings,
     names_a_variable,
     paths_from_env,
     read_config_file,
 )
+from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.grants import GrantStore
+from acp_hermes_memory.text import counted
 
 
 def _fts5_status() -> str:
@@ -106,25 +109,21 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
 
     with progress("repairing the session database"):
         report = repair(path)
-    print(f"  repaired: a fresh session database holds {_counted(report.sessions, 'session')} and "
-          f"{_counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
+    print(f"  repaired: a fresh session database holds {counted(report.sessions, 'session')} and "
+          f"{counted(report.messages, 'message')} recovered from the damaged one, which is kept as "
           f"{report.damaged_copy}")
     if (placeholders := report.placeholder_sessions) > 0:
-        print(f"  of those, {_counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
+        print(f"  of those, {counted(placeholders, 'session')} lost {'its' if placeholders == 1 else 'their'} "
               "title and folder: their messages are kept under the title “(recovered messages)”")
     if not report.counted:
         print("  the damaged file's indexes cannot be read either, so how much was lost is unknown")
     elif report.unreadable_rows:
-        lost = [_counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
+        lost = [counted(count, noun) for count, noun in ((report.lost_sessions, "session"),
                                                           (report.lost_messages, "message")) if count]
         print(f"  lost: {' and '.join(lost)} that the damaged file lists but that cannot be read")
     else:
         print("  nothing lost: every session and message the damaged file lists was recovered")
 
-
-def _counted(count: int, noun: str) -> str:
-    """``1 session``, ``2 sessions``: plurals written out."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 
@@ -276,21 +275,42 @@ def _key_problem(paths: Paths, settings: Settings) -> str | None:
             "save the key itself")
 
 
-def _sandbox_status(settings: Settings | None) -> str:
-    if settings is not None and settings.sandbox == "off":
-        return "command sandbox: turned off in the configuration (sandbox: off)"
-    from acp_hermes_tools.sandbox import HOME_NOTICE, detect
+def _sandbox_status(settings: Settings | None, problems: list[str]) -> str:
+    from acp_hermes_tools.sandbox import HOME_NOTICE, SANDBOX_OFF, sandbox_status
 
-    status = detect()
+    status = sandbox_status(settings is None or settings.sandbox != "off")
     network = "network allowed" if settings is not None and settings.sandbox_network else "no network"
     if not status.available:
-        return f"command sandbox: unavailable ({status.detail}); every command asks as its mode requires"
+        allowed = settings is not None and settings.allow_unsandboxed_bypass
+        if settings is not None and settings.default_mode is Mode.BYPASS and not allowed:
+            problems.append("default_mode is bypass, but no sandbox can run commands here: sessions start in "
+                            "default mode (set allow_unsandboxed_bypass: true to allow bypass without a sandbox)")
+        bypass = ("bypass is allowed without it (allow_unsandboxed_bypass): there every command runs with your "
+                  "rights, unasked" if allowed else
+                  "bypass is not offered (allow_unsandboxed_bypass: true would allow it: every command would run "
+                  "with your rights, unasked)")
+        where = SANDBOX_OFF if status.detail == SANDBOX_OFF else f"unavailable ({status.detail})"
+        return f"command sandbox: {where}; every command asks as its mode requires; {bypass}"
     line = (f"command sandbox: {status.detail}; workspace and $TMPDIR writable, .git/.envrc/.vscode/… read-only, "
             f"credentials hidden, no Unix sockets, no capabilities, {network}")
     here, home = Path.cwd().resolve(), Path.home().resolve()
     if here == home or here in home.parents:
         line += f"\n  a session opened here ({here}): " + HOME_NOTICE.removeprefix("⚠️ ")
     return line
+
+
+UNCHECKED = "not checked: HERMES_HOME cannot be used (see Problems)"
+
+
+def _presence(path: Path) -> str:
+    """Nothing for a file that is there; a note for one that is not yet, or cannot be looked at."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return "  (not created yet)"
+    except OSError as exc:
+        return f"  (cannot be looked at: {exc.strerror or exc})"
+    return ""
 
 
 def run_doctor(*, repair: bool = False) -> int:
@@ -308,11 +328,7 @@ def run_doctor(*, repair: bool = False) -> int:
         ("SOUL.md", paths.soul),
         ("checkpoints", paths.checkpoints),
     ):
-        print(f"  {label:<17} {path}{'' if path.exists() else '  (not created yet)'}")
-    if paths.home.exists() and not os.access(paths.home, os.W_OK):
-        problems.append(f"{paths.home} is not writable")
-    from acp_hermes.app.local_settings import home_problem
-
+        print(f"  {label:<17} {path}{_presence(path)}")
     if (blocked := home_problem(paths)) is not None:
         problems.append(blocked)
 
@@ -337,13 +353,16 @@ def run_doctor(*, repair: bool = False) -> int:
         print(f"  env {env:<19} {state}")
 
     print("\nPermission grants")
-    for line in _grants(paths.permissions_file):
+    for line in _grants(paths.permissions_file) if blocked is None else [UNCHECKED]:
         print(f"  {line}")
 
     print("\nEnvironment")
     print(f"  {_fts5_status()}")
-    print(f"  {_sandbox_status(settings)}")
-    _session_database(paths.state_db, repair, problems)
+    print(f"  {_sandbox_status(settings, problems)}")
+    if blocked is None:
+        _session_database(paths.state_db, repair, problems)
+    else:
+        print(f"  session database: {UNCHECKED}")
     rg = shutil.which("rg")
     print(f"  ripgrep: {rg or 'not found (search_files uses the built-in Python search)'}")
     from acp_hermes.core.system_prompt import find_context_files
@@ -353,12 +372,21 @@ def run_doctor(*, repair: bool = False) -> int:
 
     effective = settings or Settings()  # the checks below still work with the defaults
     print("\nMemory")
-    _memory_files(paths, effective, problems)
+    if blocked is None:
+        _memory_files(paths, effective, problems)
+    else:
+        print(f"  memory files: {UNCHECKED}")
     _memory_provider(paths, effective, problems)
     print("\nSkills")
-    _skills(paths, effective, problems)
+    if blocked is None:
+        _skills(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nCheckpoints")
-    _checkpoints(paths, effective, problems)
+    if blocked is None:
+        _checkpoints(paths, effective, problems)
+    else:
+        print(f"  {UNCHECKED}")
     print("\nMCP servers")
     _mcp_servers(effective, problems)
     print("\nEditors")

@@ -4,7 +4,8 @@ Every subcommand reads the same `state.db` the editors' sessions live in; `--jso
 readable output for scripts. A compacted session is one conversation here as in the editor: its
 continuation segments are shown, exported and deleted with it. Subagent sessions (what a session's
 ``delegate_task`` calls did) are listed and found here, unlike in the editor's list, marked
-``subagent of <parent>``; they are deleted with the session that started them.
+``subagent of <parent>``; they are deleted with the session that started them. Deleting a session
+deletes its checkpoints too (``core.checkpoints.forget_sessions``), or says why it could not.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     export.add_argument("--output", help="file to write (default: standard output)")
     export.add_argument("--json", action="store_true",
                         help="with --output, say what was written as JSON (the export itself: --format jsonl)")
-    delete = actions.add_parser("delete", parents=[common], help="delete a session and everything stored with it")
+    delete = actions.add_parser("delete", parents=[common],
+                                help="delete a session and everything stored with it (its checkpoints too)")
     delete.add_argument("session_id")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     for parser in (listing, show, search, delete):
@@ -291,6 +293,15 @@ def _delete(db: SessionDB, args: argparse.Namespace) -> int:
     deleted = [segment.id for segment in db.segments(record.id)] + subagents
     for session_id in deleted:
         db.delete_session(session_id)
+    from acp_hermes.core.checkpoints import forget_sessions
+
+    with progress("removing its checkpoints"):
+        checkpoints, problems = forget_sessions(paths_from_env().checkpoints, deleted)
     theirs = f" and {len(subagents)} sessions of its subagents" if subagents else ""
-    print(json.dumps({"deleted": deleted}) if args.json else f"Deleted {record.id}{theirs}.")
-    return 0
+    if checkpoints:
+        theirs += f", with its {checkpoints} checkpoint{'' if checkpoints == 1 else 's'}"
+    print(json.dumps({"deleted": deleted, "checkpoints": checkpoints}) if args.json
+          else f"Deleted {record.id}{theirs}.")
+    for problem in problems:
+        print(f"acp-hermes: the session is deleted, but {problem}", file=sys.stderr)
+    return 1 if problems else 0

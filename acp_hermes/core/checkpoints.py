@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -58,6 +59,22 @@ class _Turn:
 def session_prefix(session_id: str) -> str:
     """The refs of one session's checkpoints (an id made safe for a ref name)."""
     return f"{REF_ROOT}{re.sub(r'[^A-Za-z0-9_-]', '_', session_id)}/"
+
+
+def forget_sessions(checkpoints_home: Path, session_ids: Iterable[str]) -> tuple[int, list[str]]:
+    """Drop the checkpoints of deleted sessions from every workspace's store, their copies of the files
+    included (blocking: git runs). How many were dropped, and why a store could not be changed (git
+    missing, a damaged store), one line each."""
+    from acp_hermes_tools.checkpoints import CheckpointError, stores
+
+    prefixes = [session_prefix(session_id) for session_id in session_ids]
+    dropped, problems = 0, []
+    for store in stores(checkpoints_home):
+        try:
+            dropped += store.forget(prefixes)
+        except (CheckpointError, OSError) as exc:
+            problems.append(f"its checkpoints of {store.workspace} (in {store.directory}) could not be removed: {exc}")
+    return dropped, problems
 
 
 class SessionCheckpoints:

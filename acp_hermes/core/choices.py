@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
-from acp_hermes.core.errors import InvalidInput
-from acp_hermes.permissions.modes import Mode
+from acp_hermes.core.errors import InvalidInput, ModeUnavailable
+from acp_hermes.permissions.modes import MODE_DESCRIPTIONS, UNSANDBOXED_BYPASS, Mode
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
@@ -17,12 +18,25 @@ OPTION_IDS = (MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION)
 
 @dataclass
 class SessionChoices:
-    """The user's per-session choices, persisted with the session."""
+    """The user's per-session choices, persisted with the session (the last three fields are not:
+    they follow from where it runs)."""
 
     mode: Mode
     model: str
     thought_level: ThoughtLevel
     budget: dict[str, float | None] = field(default_factory=dict)  # /budget's limits (None: none), over the config's
+    unsandboxed: bool = False  # no OS sandbox holds this session's commands
+    no_bypass: str = ""  # why bypass is not offered to this session ("": it is)
+    start_notice: str = ""  # what the user is told once as it opens: why it did not start in bypass
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        """The modes this session offers, in display order."""
+        return tuple(mode for mode in Mode if mode is not Mode.BYPASS or not self.no_bypass)
+
+    def describe(self, mode: Mode) -> tuple[str, str]:
+        """The name and description of ``mode`` as this session has it (bypass without a sandbox says so)."""
+        return UNSANDBOXED_BYPASS if mode is Mode.BYPASS and self.unsandboxed else MODE_DESCRIPTIONS[mode]
 
     def as_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"thought_level": self.thought_level}
@@ -47,12 +61,34 @@ def models_offered(choices: SessionChoices, settings: Settings) -> list[str]:
     return list(dict.fromkeys([choices.model, *settings.model_choices]))
 
 
+def bypass_refusal(sandbox_detail: str, config_file: Path) -> str:
+    """Why ``bypass`` is not offered where no sandbox runs commands: there it would run every command
+    with the user's rights, unasked, so only the user's own configuration may choose it."""
+    return (f"bypass is not available without a sandbox, and commands run without one here: {sandbox_detail}. In "
+            f"bypass every command would run with your rights, unasked; to allow that anyway, set "
+            f"`allow_unsandboxed_bypass: true` in {config_file}.")
+
+
+def withhold_bypass(choices: SessionChoices, why: str, *, unsandboxed: bool) -> SessionChoices:
+    """Record whether a sandbox holds the session's commands, and that bypass is not offered (``why``;
+    "" when it is). A session that was to be in bypass starts in ``default`` instead — the mode that
+    asks before every edit and command — and says why once."""
+    choices.unsandboxed, choices.no_bypass = unsandboxed, why
+    if why and choices.mode is Mode.BYPASS:
+        choices.mode = Mode.DEFAULT
+        choices.start_notice = f"⚠️ This session is in `default` mode, not `bypass`: {why}"
+    return choices
+
+
 def apply_choice(choices: SessionChoices, settings: Settings, option_id: str, value: Any) -> None:
     """Validate and apply one option; raises InvalidInput naming what is wrong."""
     if not isinstance(value, str):
         raise InvalidInput(f"option {option_id!r} takes a string value, not {type(value).__name__}")
     if option_id == MODE_OPTION:
-        choices.mode = parse_mode(value)
+        mode = parse_mode(value)
+        if mode not in choices.modes:
+            raise ModeUnavailable(choices.no_bypass)
+        choices.mode = mode
     elif option_id == MODEL_OPTION:
         allowed = models_offered(choices, settings)
         if value not in allowed:

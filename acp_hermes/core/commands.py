@@ -21,7 +21,6 @@ from acp_hermes.config import THOUGHT_LEVELS
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, models_offered
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.user_prompt import PromptPart, TextPart, command_text
-from acp_hermes.permissions.modes import MODE_DESCRIPTIONS
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
 
@@ -104,8 +103,11 @@ async def _mcp(session: Session, arg: str) -> CommandReply:
 async def _mode(session: Session, arg: str) -> CommandReply:
     if arg:
         return _choose(session, MODE_OPTION, arg, "mode")
-    lines = [f"Mode: `{session.choices.mode.value}`."]
-    lines += [f"- `{mode.value}` — {description}" for mode, (_, description) in MODE_DESCRIPTIONS.items()]
+    choices = session.choices
+    lines = [f"Mode: `{choices.mode.value}`."]
+    lines += [f"- `{mode.value}` — {choices.describe(mode)[1]}" for mode in choices.modes]
+    if choices.no_bypass:
+        lines.append(choices.no_bypass[:1].upper() + choices.no_bypass[1:])  # why it is not listed
     return CommandReply("\n".join(lines))
 
 

@@ -19,6 +19,11 @@ def not_for_a_subagent(session_id: str, parent_id: str | None, instead: str) -> 
     return InvalidInput(f"session {session_id} is a subagent working on its parent's task{parent}: {instead}")
 
 
+class ModeUnavailable(InvalidInput):
+    """A mode this session does not offer (``bypass`` where no sandbox runs): the message is the reason,
+    written to the user, who reads it where the editor shows the error."""
+
+
 # No session with this id, in memory or in the SessionDB. One class with the SessionDB's own, so a
 # session another process deleted while this one still holds it is "not found" too, wherever noticed.
 SessionNotFoundError = SessionNotFound

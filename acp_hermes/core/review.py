@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from acp_hermes.model.types import Provider, Usage
     from acp_hermes.permissions.gate import PermissionGate
     from acp_hermes_tools.context import ToolScope
-    from acp_hermes_tools.contracts import Editor, ToolEventSink
+    from acp_hermes_tools.contracts import Editor, JobHandle, ToolEventSink
     from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -208,6 +208,9 @@ class _ReviewGate:
 
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
                                  read_only: bool) -> None:
+        raise PermissionDenied("A background review only updates memory and skills.")
+
+    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
         raise PermissionDenied("A background review only updates memory and skills.")
 
     def held_proposals(self, started: dict[str, ToolCallStarted]) -> list[Proposal]:

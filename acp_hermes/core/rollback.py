@@ -13,6 +13,7 @@ first (a checkpoint of kind ``restore``), so a rollback can be rolled back.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from datetime import datetime
@@ -93,6 +94,10 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
     client asked for exactly this (the rewind extension), so the mode decides without a question.
     """
     checkpoints = services.checkpoints
+    only = None if path is None else _relative(state.cwd, path)
+    if only == "":
+        return RollbackResult(False, f"`{path}` is not a file in the workspace {state.cwd}: checkpoints keep only "
+                              "the workspace's files, so nothing was restored.", refused=True)
     entry = await checkpoints.get(number)
     store = await checkpoints.store()
     if entry is None or store is None:
@@ -103,7 +108,7 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
     if before is None:
         return RollbackResult(False, "Could not take a checkpoint of the workspace first, so nothing was restored.",
                               refused=True)
-    files = await _plan(checkpoints, state.cwd, store, entry, before, path)
+    files = await _plan(checkpoints, store, entry, before, only)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
     skipped = tuple(f.path for f in files if f not in chosen)
     can_rewind = entry.prompt_row is not None and await state.can_rewind_to(services.db, entry.prompt_row)
@@ -189,10 +194,10 @@ def _pronoun(paths: tuple[str, ...] | list[str]) -> str:
     return "it" if len(paths) == 1 else "them"
 
 
-async def _plan(checkpoints: SessionCheckpoints, cwd: Path, store: CheckpointStore, entry: Checkpoint,
-                before: Checkpoint, only: str | None) -> list[FilePlan]:
+async def _plan(checkpoints: SessionCheckpoints, store: CheckpointStore, entry: Checkpoint, before: Checkpoint,
+                only: str | None) -> list[FilePlan]:
     agent = await checkpoints.agent_changes(entry.number, now=before.commit)
-    paths = sorted(agent) if only is None else [_relative(cwd, only)]
+    paths = sorted(agent) if only is None else [only]
     target = await anyio.to_thread.run_sync(store.states, entry.commit, paths)
     current = await anyio.to_thread.run_sync(store.states, before.commit, paths)
     return [FilePlan(p, target[p], current[p], p in agent and current[p] != agent[p])
@@ -200,12 +205,12 @@ async def _plan(checkpoints: SessionCheckpoints, cwd: Path, store: CheckpointSto
 
 
 def _relative(root: Path, raw: str) -> str:
+    """``raw`` (absolute, or relative to the workspace) as a path inside the workspace, or "" when it
+    names no file in it (``..`` and absolute paths elsewhere included), so nothing outside is planned."""
     path = Path(raw).expanduser()
-    resolved = path if path.is_absolute() else root / path
-    try:
-        return resolved.relative_to(root).as_posix()
-    except ValueError:
-        raise PermissionDenied(f"{raw} is outside the workspace {root}: checkpoints keep only the workspace") from None
+    relative = os.path.relpath(os.path.normpath(path if path.is_absolute() else root / path), root)
+    parts = Path(relative).parts
+    return "" if not parts or parts[0] in (".", "..") else Path(*parts).as_posix()
 
 
 def _preview(store: CheckpointStore, root: Path, chosen: list[FilePlan]) -> tuple[Display, ...]:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from acp_hermes_memory.store import MemoryStore
     from acp_hermes_tools.checkpoints import CheckpointStore
     from acp_hermes_tools.registry import ToolRegistry
+    from acp_hermes_tools.sandbox import SandboxStatus
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class Runtime:
     settings: Settings
     paths: Paths
     db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
+    sandbox_probe: Future[None] | None = None  # the OS sandbox being tried on a thread since start-up
     _provider: AnthropicProvider | None = None
     _registry: ToolRegistry | None = None
     _db: SessionDB | None = None
@@ -77,6 +79,18 @@ class Runtime:
 
                 self._registry = ToolRegistry(core_tools())
             return self._registry
+
+    @property
+    def sandbox(self) -> SandboxStatus:
+        """Whether commands run in an OS sandbox here, as the settings have it. Trying bubblewrap takes
+        tens of milliseconds, so it starts with the process (``sandbox_probe``); ``session/new`` needs
+        the answer (whether ``bypass`` is offered) and waits for it only if it is still running."""
+        if self.sandbox_probe is not None:
+            with contextlib.suppress(Exception):  # it failed on its thread: tried again just below
+                self.sandbox_probe.result()
+        from acp_hermes_tools.sandbox import sandbox_status
+
+        return sandbox_status(self.settings.sandbox != "off")
 
     @property
     def tool_names(self) -> frozenset[str]:

@@ -104,7 +104,8 @@ class Session:
         async with self.exclusive():
             if epoch != self._cancel_epoch or self.closed:
                 return "cancelled"
-            self._turn = Turn(self.state, self.services, self.steering, parts, client_message_id)
+            self._turn = Turn(self.state, self.services, self.steering, parts, client_message_id,
+                              cancelled=lambda: epoch != self._cancel_epoch or self.closed)
             try:
                 return await self._turn.run()
             finally:

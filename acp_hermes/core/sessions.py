@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.choices import SessionChoices, stored_budget
+from acp_hermes.core.choices import SessionChoices, bypass_refusal, stored_budget, withhold_bypass
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError, not_for_a_subagent
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
@@ -180,7 +180,17 @@ class SessionManager:
     def new_choices(self) -> SessionChoices:
         """What a new session starts with: known before it is built and stored."""
         settings = self.runtime.settings
-        return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
+        return self._as_allowed(SessionChoices(mode=settings.default_mode, model=settings.model,
+                                               thought_level=settings.thought_level))
+
+    def _as_allowed(self, choices: SessionChoices) -> SessionChoices:
+        """``choices`` as this machine and the user's own config allow them: ``bypass`` only where a
+        sandbox holds commands, or where ``allow_unsandboxed_bypass`` accepts every command running
+        with the user's rights, unasked."""
+        sandbox = self.runtime.sandbox
+        allowed = sandbox.available or self.runtime.settings.allow_unsandboxed_bypass
+        why = "" if allowed else bypass_refusal(sandbox.detail, self.runtime.paths.config_file)
+        return withhold_bypass(choices, why, unsandboxed=not sandbox.available)
 
     def create_soon(self, cwd: Path, extra: tuple[Path, ...] = (), *,
                     mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple) -> NewSession:
@@ -220,7 +230,7 @@ class SessionManager:
         try:
             stored = await anyio.to_thread.run_sync(self._store_new, session_id, cwd, extra, choices, parent_id,
                                                     subagent)
-            session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent)
+            session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent, choices)
         finally:
             self._opening.pop(session_id, None)
             opening.finish()
@@ -375,25 +385,27 @@ class SessionManager:
 
     def _open(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
               mcp_servers: Sequence[McpServerSpec], parent_id: str | None,
-              subagent: SubagentSpec | None = None) -> Session:
-        session = self._build(stored, cwd, extra, links, parent_id, subagent)
+              subagent: SubagentSpec | None = None, choices: SessionChoices | None = None) -> Session:
+        session = self._build(stored, cwd, extra, links, parent_id, subagent, choices)
         self._opened(session, links, mcp_servers)
         return session
 
     def _build(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
-               parent_id: str | None, subagent: SubagentSpec | None = None) -> Session:
-        """The live session for a stored one, complete (on the event loop: it may start work there)."""
+               parent_id: str | None, subagent: SubagentSpec | None = None,
+               choices: SessionChoices | None = None) -> Session:
+        """The live session for a stored one, complete (on the event loop: it may start work there);
+        ``choices``: a new session's, as its creator was answered (else read from the stored row)."""
         from acp_hermes.core.services import build_services
 
         record = stored.record
         settings = self.runtime.settings
         config = record.model_config or {}
-        choices = SessionChoices(
+        choices = choices or self._as_allowed(SessionChoices(
             mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
             budget=stored_budget(config),
-        )
+        ))
         session_id = record.id
         state = SessionState(session_id=session_id, cwd=cwd, additional_directories=extra, choices=choices,
                              system_prompt=stored.system_prompt, transcript=stored.transcript, title=record.title,
@@ -419,6 +431,9 @@ class SessionManager:
             session.close()
             return
         if links is None:  # a child has no MCP servers of its own, and its client was told of it by its parent
+            notice, session.choices.start_notice = session.choices.start_notice, ""
+            if notice:  # it did not start in bypass: said once, after a load's replay
+                session.services.notify(notice)
             session.services.connect_mcp(session.state.cwd, mcp_servers)
             self._wiring.opened(session)
 
@@ -439,8 +454,8 @@ class SessionManager:
         its I/O through its parent's editor, its changes in its parent's checkpoint, its spend in its
         parent's budget."""
         state, services = parent.state, parent.services
-        choices = SessionChoices(mode=state.choices.mode, model=state.choices.model,
-                                 thought_level=state.choices.thought_level)
+        choices = self._as_allowed(SessionChoices(mode=state.choices.mode, model=state.choices.model,
+                                                  thought_level=state.choices.thought_level))
         links = SessionLinks(sink=sink, asker=asker, editor=services.editor, checkpoints=services.checkpoints,
                              budget=services.budget)
         child = await self.create(state.cwd, state.additional_directories, session_id=child_id, parent_id=parent.id,
@@ -541,6 +556,11 @@ class SessionManager:
         deleted = db.delete_session(session_id)
         for other in others:
             db.delete_session(other)
+        from acp_hermes.core.checkpoints import forget_sessions
+
+        # And its checkpoints: their copies of the workspace's files are the session's too.
+        for problem in forget_sessions(self.runtime.paths.checkpoints, [session_id, *others])[1]:
+            log.warning("session %s deleted, but %s", session_id, problem)
         return deleted
 
     def close_all(self) -> list[Session]:

@@ -13,7 +13,7 @@ through its services (``core.services``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -43,13 +43,15 @@ class Turn:
     """One prompt's model turn: ``run`` it once; ``cancel`` stops its loop (the session's cancel)."""
 
     def __init__(self, state: SessionState, services: SessionServices, steering: Steering,
-                 parts: Sequence[PromptPart], client_message_id: str | None = None) -> None:
+                 parts: Sequence[PromptPart], client_message_id: str | None = None, *,
+                 cancelled: Callable[[], bool] = lambda: False) -> None:
         self._state = state
         self._services = services
         self._steering = steering
         self._parts = parts
         self._client_message_id = client_message_id
         self._own = state.subagent is None  # a child's turn is part of its parent's (budget, checkpoint, replay)
+        self._cancelled = cancelled  # the session was cancelled (or closed) since this prompt came
         self._scope: anyio.CancelScope | None = None
 
     def cancel(self) -> None:
@@ -134,6 +136,8 @@ class Turn:
             services.checkpoints.begin(converted.plain_text, lambda: state.transcript.last_prompt_row)
         with anyio.CancelScope() as scope:
             self._scope = scope
+            if self._cancelled():  # cancelled (or closed) while the turn was prepared: its loop never starts
+                scope.cancel()
             try:
                 stop = (await loop.run_turn(turn_input, turn_settings(state, services))).stop_reason
             finally:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from acp_hermes.permissions.grant_options import unlisted_options
+from acp_hermes.permissions.grant_options import is_listed, unlisted_options
 from acp_hermes.permissions.shell_parse import (
     READERS,
     Command,
@@ -33,6 +33,7 @@ from acp_hermes.permissions.shell_parse import (
     Word,
     family,
     look_through,
+    looked_through,
     names,
     option_value,
     parse_commands,
@@ -257,34 +258,49 @@ def _assess_text(text: str, env: _Env, findings: _Findings, depth: int) -> None:
         findings.catastrophic(_TOO_DEEP)
     analysed = [(command, look_through(command.words)) for command in parse.commands]
     for command, invocation in analysed:
-        if invocation.too_deep:
-            findings.catastrophic(_TOO_DEEP)
-        if invocation.argv and _named_at_run_time(invocation.argv[0]):
-            findings.dangerous("runs a program named only at run time")
-            findings.opaque.append("a program named only at run time")
-        for reason in invocation.opaque:
-            findings.hidden(reason)
-        for name, why in _assignments_that_matter(invocation):
-            findings.dangerous(f"sets {name}, which {why}")
-        for name in invocation.chain:
-            if name in _ELEVATORS:
-                findings.dangerous(f"runs as root ({name})")
-            elif name == "systemd-run":
-                findings.dangerous("runs a command as a system service, outside the agent's control (systemd-run)")
-        for payload in [*invocation.payloads, *_shell_input(command, invocation)]:
-            _assess_text(payload, env, findings, depth + 1)
-        for target in _written_files(command):
-            _assess_write_target(target, env, findings)
-        _assess_reads(command, invocation, env, findings)
-        if invocation.argv:
-            _assess_argv(invocation.argv, env, findings, depth)
-            _follow_cd(invocation, env, findings)
-        if _runs_downloaded_code(command, invocation):
-            findings.dangerous("runs downloaded code")
+        _assess_command(command, invocation, env, findings, depth)
     _assess_downloads_piped(analysed, findings)
     _assess_piped_scripts(analysed, env, findings, depth)
     _assess_fork_bombs(parse, findings)
     _assess_sql(analysed, findings)
+
+
+def _assess_command(command: Command, invocation: Invocation, env: _Env, findings: _Findings, depth: int) -> None:
+    """One simple command, as ``look_through`` sees it: wrappers, payloads, writes, reads, the program."""
+    if invocation.too_deep:
+        findings.catastrophic(_TOO_DEEP)
+    if invocation.argv and _named_at_run_time(invocation.argv[0]):
+        findings.dangerous("runs a program named only at run time")
+        findings.opaque.append("a program named only at run time")
+    for reason in invocation.opaque:
+        findings.hidden(reason)
+    for name, why in _assignments_that_matter(invocation):
+        findings.dangerous(f"sets {name}, which {why}")
+    for name in invocation.chain:
+        if name in _ELEVATORS:
+            findings.dangerous(f"runs as root ({name})")
+        elif name == "systemd-run":
+            findings.dangerous("runs a command as a system service, outside the agent's control (systemd-run)")
+    for payload in [*invocation.payloads, *_shell_input(command, invocation)]:
+        _assess_text(payload, env, findings, depth + 1)
+    for target in [*_written_files(command), *invocation.writes]:
+        _assess_write_target(target, env, findings)
+    _assess_reads(command, env, findings)
+    if invocation.argv:
+        _assess_argv(invocation.argv, env, findings, depth)
+        _follow_cd(invocation, env, findings)
+    if _runs_downloaded_code(command, invocation):
+        findings.dangerous("runs downloaded code")
+
+
+def _assess_words(words: Sequence[Word], env: _Env, findings: _Findings, depth: int) -> None:
+    """A command another program runs from its own arguments (``uv run …``, ``find -exec …``), judged
+    as if it stood on the line: through its wrappers and shells too (``find . -exec sh -c '…' \\;``)."""
+    if depth > _MAX_DEPTH:
+        findings.catastrophic(_TOO_DEEP)
+        return
+    command = Command((), None, list(words))
+    _assess_command(command, look_through(command.words), env, findings, depth)
 
 
 def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) -> None:
@@ -309,12 +325,14 @@ def _assess_argv(words: list[Word], env: _Env, findings: _Findings, depth: int) 
         return
     runner = _runner_split(words)
     if runner is not None and runner[1]:
-        _assess_argv(runner[1], env, findings, depth + 1)
+        _assess_words(runner[1], env, findings, depth + 1)
     if name.startswith("mkfs") or name == "mke2fs":
         findings.catastrophic(f"formats a filesystem ({name})")
     check = _CHECKS.get(name)
     if check is not None:
         check(call)
+    elif runner is None and reader is None and not _has_rules(name):
+        _assess_unknown_program(call)
     if _uses_network(call):
         findings.network = True
 
@@ -343,10 +361,11 @@ _SECRET_SAMPLES = (".env", ".env.local", ".env.production", "id_rsa", "id_ed2551
                    ".pgpass", ".git-credentials", "server.pem", "server.key")
 
 
-def _assess_reads(command: Command, invocation: Invocation, env: _Env, findings: _Findings) -> None:
-    """Secrets a command names (``cat .env``, ``base64 ~/.ssh/id_rsa``, ``< .env``): read only when
-    asked, like ``read_file`` reads them — the sandbox hides the home's credentials, not a project's."""
-    words = [word.text for word in invocation.argv[1:]]
+def _assess_reads(command: Command, env: _Env, findings: _Findings) -> None:
+    """Secrets a command names (``cat .env``, ``base64 ~/.ssh/id_rsa``, ``< .env``, ``xargs -a .env``):
+    read only when asked, like ``read_file`` reads them — the sandbox hides the home's credentials, not
+    a project's. Every word counts, a wrapper's options too."""
+    words = [word.text for word in command.words[1:]]
     words += [target.text for op, target in command.redirects if op in ("<", "<>")]
     for word in words:
         value = word.partition("=")[2] if word.startswith("-") else word
@@ -370,33 +389,37 @@ def _secret_reason(path: str, env: _Env) -> str | None:
     return secret_path_reason(Path(path), home, hermes_home=own)
 
 
-def _assess_write_target(target: str, env: _Env, findings: _Findings) -> None:
-    """A file the command writes: the same rules as the file tools' writes, and where it lands."""
+def _assess_write_target(target: str, env: _Env, findings: _Findings, *, deletes: bool = False) -> None:
+    """A file the command writes (or, ``deletes``, removes): the same rules as the file tools'
+    writes, and where it lands."""
     path = _absolute(target, env) or target
     if _RAW_DISK.match(path):
         findings.catastrophic(f"writes to a raw disk ({path})")
         return
+    if not deletes and (path in _HARMLESS_TARGETS or path.startswith("/dev/fd/")):
+        return  # output thrown away or shown (``script -q /dev/null``, ``tee /dev/stderr``)
+    verb = "deletes" if deletes else "writes"
     protected = _protected_file(target, env)
     if protected:
-        findings.dangerous(f"overwrites {protected}")
+        findings.dangerous(f"{'deletes' if deletes else 'overwrites'} {protected}")
         return
     absolute = _resolved(target, env)
     runs_later = protected_reason(Path(absolute), tuple(map(Path, env.roots)), Path(env.home)) if absolute else None
     if absolute is not None and runs_later:
         findings.protected_writes.append(absolute)
-        findings.dangerous(f"writes {absolute}: {runs_later}")
+        findings.dangerous(f"{verb} {absolute}: {runs_later}")
         return
     if absolute is not None:
         reason = sensitive_path_reason(Path(absolute), Path(env.home))
         if reason:
-            findings.dangerous(f"writes {reason} ({absolute})")
+            findings.dangerous(f"{verb} {reason} ({absolute})")
             return
     if env.roots and "$" not in target and _outside_project(absolute or target, env):
         if _scratch(absolute or target):
             findings.scratch_writes.append(absolute or target)
         else:
             findings.outside_writes.append(absolute or target)
-            findings.dangerous(f"writes outside the workspace ({absolute or target})")
+            findings.dangerous(f"{verb} outside the workspace ({absolute or target})")
 
 
 _BRACE_LIST = re.compile(r"\{[^{}]*,[^{}]*\}")
@@ -696,9 +719,10 @@ def _subcommand(args: Sequence[str], value_options: frozenset[str] = frozenset()
 
 
 def _check_rm(call: _Call) -> None:
-    """rm -r, and rimraf (npm's rm -rf)."""
+    """rm (every operand is a delete: ``rm ~/.bashrc``), rm -r, and rimraf (npm's rm -rf)."""
     args = call.args
     if call.name == "rm" and not _has_flag(args, "rR", "--recursive"):
+        _check_deletes(call)
         return
     if _has_flag(args, "", "--no-preserve-root"):
         call.findings.catastrophic("rm --no-preserve-root")
@@ -707,6 +731,25 @@ def _check_rm(call: _Call) -> None:
         call.findings.catastrophic(f"recursive delete of {where}")
     if not vital:
         call.findings.dangerous("recursive delete")
+        _check_deletes(call)
+
+
+def _check_deletes(call: _Call) -> None:
+    """rm, unlink, shred: each operand is removed (or overwritten), like a write of that path."""
+    for target in _operands(call.args, frozenset({"-n", "--iterations", "-s", "--size", "--random-source"})):
+        _assess_write_target(target, call.env, call.findings, deletes=True)
+
+
+def _check_truncate(call: _Call) -> None:
+    """``truncate -s0 ~/.bashrc`` empties the file: a write of every operand."""
+    for target in _operands(call.args, frozenset({"-s", "--size", "-r", "--reference"})):
+        _assess_write_target(target, call.env, call.findings)
+
+
+def _check_sponge(call: _Call) -> None:
+    """moreutils' sponge writes its input to the file it is given."""
+    for target in _operands(call.args):
+        _assess_write_target(target, call.env, call.findings)
 
 
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
@@ -738,7 +781,7 @@ def _check_find(call: _Call) -> None:
             _assess_write_target(args[index + 1], call.env, call.findings)
     deletes = "-delete" in args
     for action in _find_actions(call.words):
-        _assess_argv(action, call.env, call.findings, call.depth + 1)
+        _assess_words(action, call.env, call.findings, call.depth + 1)
         deletes = deletes or program_name(action[0].text) in _DELETERS
     if not deletes:
         return
@@ -898,7 +941,7 @@ def _check_git_programs(call: _Call, sub: str, rest: list[str]) -> None:
     if sub == "submodule" and rest[:1] == ["foreach"]:
         payloads.append(" ".join(arg for arg in rest[1:] if arg not in ("--recursive", "-q", "--quiet")))
     if sub == "bisect" and rest[:1] == ["run"] and len(rest) > 1:
-        _assess_argv([Word(arg) for arg in rest[1:]], call.env, call.findings, call.depth + 1)
+        _assess_words([Word(arg) for arg in rest[1:]], call.env, call.findings, call.depth + 1)
     for payload in payloads:
         _assess_text(payload, call.env, call.findings, call.depth + 1)
     if sub == "config" and _git_writes_repository(sub, rest):
@@ -963,6 +1006,8 @@ def _check_copy(call: _Call) -> None:
                 where = _vital_path(source, call.env)
                 if where:
                     call.findings.catastrophic(f"moves {where} away")
+                else:  # what is moved away is gone from where it was: ``mv ~/.bashrc x``
+                    _assess_write_target(source, call.env, call.findings, deletes=True)
     for target in targets:
         _assess_write_target(target, call.env, call.findings)
 
@@ -1030,7 +1075,7 @@ def _check_fd(call: _Call) -> None:
     for index, arg in enumerate(args):
         if arg in ("-x", "--exec", "-X", "--exec-batch") and index + 1 < len(args):
             end = next((i for i in range(index + 1, len(args)) if args[i] == ";"), len(args))
-            _assess_argv([Word(word) for word in args[index + 1 : end]], call.env, call.findings, call.depth + 1)
+            _assess_words([Word(word) for word in args[index + 1 : end]], call.env, call.findings, call.depth + 1)
 
 
 def _check_zip(call: _Call) -> None:
@@ -1042,9 +1087,16 @@ _AWK_RUNS = re.compile(r"\bsystem\s*\(|\|\s*getline|print[^;}]*\|\s*\"|\|&")
 
 
 def _check_awk(call: _Call) -> None:
-    program = next((arg for arg in _operands(call.args, frozenset({"-f", "-v", "-F"}))), "")
+    args = call.args
+    operands = _operands(args, frozenset({"-f", "-v", "-F", "-i", "--include"}))
+    program = next(iter(operands), "")
     if _AWK_RUNS.search(program):
         call.findings.dangerous(f"{call.name} program that runs commands")
+    if any(option_value(args, "-i", "--include") == "inplace" or arg in ("-iinplace", "--include=inplace")
+           for arg in args):  # gawk -i inplace rewrites the files it reads
+        has_program_file = _has_flag(args, "", "-f", "--file")
+        for target in operands if has_program_file else operands[1:]:
+            _assess_write_target(target, call.env, call.findings)
 
 
 _RSYNC_DELETES = ("--delete", "--del", "--delete-before", "--delete-during", "--delete-delay", "--delete-after",
@@ -1052,10 +1104,17 @@ _RSYNC_DELETES = ("--delete", "--del", "--delete-before", "--delete-during", "--
 
 
 def _check_rsync(call: _Call) -> None:
-    operands = _operands(call.args, frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f"}))
+    args = call.args
+    operands = _operands(args, frozenset({"-e", "--rsh", "--exclude", "--include", "--filter", "-f"}))
     if any(":" in operand.split("/", 1)[0] for operand in operands):
         call.findings.network = True  # host:path
-    if not operands or not _has_flag(call.args, "", *_RSYNC_DELETES):
+    for index, arg in enumerate(args):  # the remote shell it starts runs here: judged as if on the line
+        option, has_value, value = arg.partition("=")
+        if option in ("-e", "--rsh") and (has_value or index + 1 < len(args)):
+            _assess_text(value if has_value else args[index + 1], call.env, call.findings, call.depth + 1)
+    if len(operands) > 1 and ":" not in operands[-1].split("/", 1)[0]:
+        _assess_write_target(operands[-1], call.env, call.findings)
+    if not operands or not _has_flag(args, "", *_RSYNC_DELETES):
         return
     destination = operands[-1]
     where = _vital_path(destination, call.env)
@@ -1180,6 +1239,7 @@ def _check_disk_tool(call: _Call) -> None:
             return
     if call.name == "shred":
         call.findings.dangerous("shred (unrecoverable overwrite)")
+        _check_deletes(call)
     elif call.name != "mkswap":
         call.findings.dangerous(f"disk partitioning or wiping tool ({call.name})")
 
@@ -1191,9 +1251,108 @@ def _check_database_tool(call: _Call) -> None:
         call.findings.dangerous("flushes Redis data")
 
 
+_SSH_VALUES = "BbcDEeFIiJLlmOopQRSWw"
+# ssh configuration that names a local program: ``ssh -o ProxyCommand='…' host`` runs it here.
+_SSH_COMMAND_KEYS = re.compile(r"(?i)(?:proxycommand|localcommand|knownhostscommand)\s*[= ]\s*(.*)", re.S)
+
+
+def _check_ssh(call: _Call) -> None:
+    """ssh runs what follows the host on another machine (``ssh localhost rm -rf ~`` is this one):
+    judged as if run here, and never seen in full. ``-o …Command=…`` and scp's ``-S`` run a program
+    here; ``-F`` reads a configuration that may name one."""
+    args = call.args
+    for index, arg in enumerate(args):
+        following = args[index + 1] if index + 1 < len(args) else ""
+        value = arg[2:] if arg.startswith("-o") and len(arg) > 2 else (following if arg == "-o" else "")
+        named = _SSH_COMMAND_KEYS.match(value)
+        if named:
+            call.findings.dangerous(f"{call.name} -o {value.split('=')[0].split()[0]} runs a program here")
+            _assess_text(named.group(1), call.env, call.findings, call.depth + 1)
+        elif arg == "-S" and call.name != "ssh" and following:
+            call.findings.dangerous(f"{call.name} -S runs a program")
+            _assess_text(following, call.env, call.findings, call.depth + 1)
+        elif arg.startswith("-F"):
+            call.findings.opaque.append(f"{call.name} -F reads a configuration that may name programs")
+    if call.name != "ssh":
+        return
+    texts = [word.text for word in call.words]
+    remote = texts[skip_options(texts, _SSH_VALUES, frozenset()) + 1 :]
+    if remote:
+        call.findings.opaque.append("runs a command on another machine (ssh)")
+        _assess_text(" ".join(remote), call.env, call.findings, call.depth + 1)
+
+
+# Programs that take program names as data (``man rm``, ``which python``, ``pgrep node``) and never
+# run them: with ``_has_rules`` they are the programs whose arguments the analysis understands.
+_INERT = names(
+    "man info tldr whatis apropos whereis which type hash help pgrep pidof ps lsof dpkg dpkg-query rpm apt-cache "
+    "apt-file update-alternatives alternatives ldd strings nm objdump readelf file stat ls cat head tail wc cut "
+    "tr sort uniq diff cmp comm join paste column fold nl od printf echo true false test [ [[ : basename dirname "
+    "realpath readlink printenv whoami id groups uname nproc tty locale sleep tac rev seq expand unexpand md5sum "
+    "sha1sum sha224sum sha256sum sha384sum sha512sum b2sum cksum sum bat batcat less more most highlight "
+    "pygmentize journalctl complete compgen unalias unset jq yq pv"
+)
+# Programs it would do no harm to run through a program acp-hermes cannot see through.
+_HARMLESS = names("echo printf true false test [ [[ : ls cat head tail wc pwd sleep yes date whoami id uname "
+                  "basename dirname which type")
+# Names that are programs for no rule of ours but do real work when another program runs them.
+_COMMON_PROGRAMS = names(
+    "rmdir mkdir touch truncate unlink ln cp mv install chmod chown chgrp chattr setfacl patch tar unzip zip "
+    "gzip gunzip xz unxz bzip2 zstd cpio ar sponge mount umount swapon swapoff sysctl modprobe insmod rmmod "
+    "iptables nft ip useradd userdel usermod passwd chpasswd groupadd visudo apt apt-get dpkg yum dnf rpm "
+    "pacman snap flatpak brew pip pip3 npm yarn pnpm cargo go gem composer make cmake ninja gcc cc clang ld"
+)
+
+
+def _has_rules(name: str) -> bool:
+    """Whether the analysis knows what ``name`` does with its arguments: a rule, a grant table, a
+    runner or interpreter, or a program known to take names as data."""
+    return (name in _CHECKS or name in _SUBCOMMANDS or name in _RUNNER_PROGRAMS or name in _INERT
+            or name in _TEXT_ONLY or name in _NETWORK_PROGRAMS or name in _ENVIRONMENT_PRINTERS
+            or name in _DOWNLOADERS or family(name) in READERS or is_listed(name) or name.startswith("mkfs")
+            or looked_through(name))
+
+
+def _worth_seeing(name: str) -> bool:
+    """A program some rule judges, or one that runs code, shells and interpreters included."""
+    if name in _HARMLESS:
+        return False
+    return (name in _CHECKS or name in _COMMON_PROGRAMS or name in _ELEVATORS or name in _NETWORK_PROGRAMS
+            or name in _RUNNER_PROGRAMS or name in _SUBCOMMANDS or family(name) in READERS
+            or name.startswith("mkfs") or looked_through(name))
+
+
+_WHITESPACE = re.compile(r"\s")
+
+
+def _assess_unknown_program(call: _Call) -> None:
+    """A program no rule knows that is given another program's name may run it, as a wrapper does
+    (``chronic rm -rf ~``, ``hyperfine 'rm -rf ~'``): what the analysis cannot see (so bypass without a
+    sandbox asks), and the command it may run is judged as if it stood on the line."""
+    seen_words = False
+    for index, word in enumerate(call.words[1:], start=1):
+        text = word.text.strip()
+        if word.expands or word.substitutions or not text or text.startswith("-"):
+            continue
+        spoken = _WHITESPACE.search(text) is not None  # a command line in one word
+        head = program_name(text.split()[0])
+        if not _worth_seeing(head) or (seen_words and not spoken):
+            continue
+        call.findings.opaque.append(f"{call.words[0].text} may run {head}, and acp-hermes has no rules for it")
+        if spoken:
+            _assess_text(text, call.env, call.findings, call.depth + 1)
+        else:
+            seen_words = True
+            _assess_words(call.words[index:], call.env, call.findings, call.depth + 1)
+
+
 _CHECKS: dict[str, Callable[[_Call], None]] = {
     "rm": _check_rm,
     "rimraf": _check_rm,
+    "unlink": _check_deletes,
+    "truncate": _check_truncate,
+    "sponge": _check_sponge,
+    **dict.fromkeys(("ssh", "scp", "sftp"), _check_ssh),
     "find": _check_find,
     "git": _check_git,
     "dd": _check_dd,
@@ -1285,6 +1444,7 @@ _SUBCOMMANDS: dict[str, _Subcommands] = {
     "conda": _sub(nested="env", runs="run"),
     "mamba": _sub(nested="env", runs="run"),
     "mise": _sub(runs="exec x"),
+    **dict.fromkeys(("asdf", "pyenv", "rbenv", "nodenv", "goenv", "jenv", "plenv", "opam"), _sub(runs="exec")),
     "bundle": _sub(runs="exec"),
     **dict.fromkeys(("pipenv", "pdm", "hatch", "rye", "pixi", "pipx"), _sub(runs="run")),
     "rustup": _sub(nested="toolchain component target"),
@@ -1326,7 +1486,7 @@ _SUBCOMMANDS: dict[str, _Subcommands] = {
         names(
             "pip pip3 cargo apt apt-get dnf yum zypper apk snap flatpak port winget choco scoop rails mix gem "
             "composer ruff pre-commit alembic django-admin nx tmux svn hg jj bazel bazelisk heroku fly flyctl "
-            "vercel netlify firebase wrangler asdf pyenv nvm corepack volta stack cabal zig meson cdk vagrant "
+            "vercel netlify firebase wrangler nvm corepack volta stack cabal zig meson cdk vagrant "
             "minikube ollama golangci-lint openssl direnv launchctl hugo"
         ),
         _SIMPLE,
@@ -1396,7 +1556,8 @@ def grant_keys(command: str, roots: Sequence[Path] = ()) -> GrantKeys:
     ``uv run pytest`` → ``uv run pytest``). Wrappers (``sudo``, ``timeout``, ``xargs`` …) are
     skipped and ``bash -c '…'`` contributes the keys of its payload. A program in a system ``bin``
     directory is named by its base name; any other path stays as written, so ``./bin/git`` never
-    borrows the grant of ``git``. Writing a file by redirection adds the key ``>``. Inline code is
+    borrows the grant of ``git``. Writing a file by redirection (or a wrapper's output option, ``time -o``)
+    adds the key ``>``. Inline code is
     keyed by the exact snippet (``python -c 'print(1)'``), so a grant covers exactly what it names.
 
     A grant is an allowlist: an invocation is covered only when every option in it is one
@@ -1446,8 +1607,8 @@ def _line_keys(text: str, depth: int, roots: tuple[str, ...], why: list[str]) ->
             keys.extend(argv_keys)
         elif invocation.chain and not invocation.payloads:
             keys.append(invocation.chain[-1])  # ``sudo -s``, ``command -v x``, ``exec >log``
-        if next(_written_files(command), None) is not None:
-            keys.append(">")
+        if next(_written_files(command), None) is not None or invocation.writes:
+            keys.append(">")  # a redirection, or a wrapper's output file (``time -o out``)
     return keys
 
 

@@ -5,7 +5,8 @@ user reads); a question goes to the user through the ``Asker`` with the exact di
 of them, with at most one option of each kind (``PermissionQuestion`` checks it); an answer of
 "always" is remembered narrowly, as the verdict's offer names it: edits or memory updates for
 the rest of the session, a command's program and subcommand (``git status``, ``pytest``) for the
-session and, in the grant store, for the project.
+session and, in the grant store, for the project; all input to one background job that runs outside
+the sandbox for the session only.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from acp_hermes.permissions.policy import (
     ExternalToolRequest,
     GrantOffer,
     Grants,
+    JobInputRequest,
     ReadRequest,
     Request,
     StateRequest,
@@ -40,8 +42,16 @@ from acp_hermes.permissions.policy import (
 from acp_hermes_memory.grants import GrantStore, ProjectGrants
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, PermissionDenied, TextDisplay, ToolKind
+from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext, job_command_line
+from acp_hermes_tools.contracts import (
+    DiffDisplay,
+    Display,
+    FileChange,
+    JobHandle,
+    PermissionDenied,
+    TextDisplay,
+    ToolKind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +109,8 @@ class SessionGrants:
     reject_commands: set[str] = field(default_factory=set)
     readable_dirs: set[Path] = field(default_factory=set)
     unreadable_dirs: set[Path] = field(default_factory=set)
+    allow_jobs: set[str] = field(default_factory=set)  # "<session id>/<job id>": never kept past the session
+    reject_jobs: set[str] = field(default_factory=set)
 
 
 class PermissionGate:
@@ -139,6 +151,9 @@ class PermissionGate:
             display = (*display, TextDisplay(
                 f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
                 "your own permissions, so acp-hermes asks before commands as its mode requires."
+                + (" In bypass, which your config allows without a sandbox (allow_unsandboxed_bypass), that "
+                   "is unasked, except what acp-hermes rates dangerous or cannot see through."
+                   if self.mode is Mode.BYPASS else "")
             ))
         elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
             from acp_hermes_tools.sandbox import HOME_NOTICE
@@ -200,6 +215,16 @@ class PermissionGate:
         await self._settle(ctx, ExternalToolRequest(server, tool, read_only), title, "execute", display,
                            show=not read_only)
 
+    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
+        from acp_hermes.permissions.job_input import job_input_display, job_input_request
+
+        sandbox = ctx.scope.sandbox
+        available = sandbox is not None and sandbox.available
+        request = job_input_request(ctx.session_id, job.job_id, job_command_line(job, "write", text), job.cwd,
+                                    sandbox=available)
+        display = (job_input_display(job.job_id, job.command, text, eof=eof, sandbox=available),)
+        await self._settle(ctx, request, ctx.title or f"Send input to {job.job_id}", "execute", display)
+
     # -- carrying out a verdict
 
     async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
@@ -246,6 +271,8 @@ class PermissionGate:
             (self.session.allow_state if allow else self.session.reject_state).update(offer.keys)
         elif offer.scope == "reads":
             (self.session.readable_dirs if allow else self.session.unreadable_dirs).update(map(Path, offer.keys))
+        elif offer.scope == "jobs":  # one job of one session: nothing to keep for the project
+            (self.session.allow_jobs if allow else self.session.reject_jobs).update(offer.keys)
         else:
             keys = offer.keys if allow or offer.rejected_keys is None else offer.rejected_keys
             (self.session.allow_commands if allow else self.session.reject_commands).update(keys)
@@ -268,6 +295,8 @@ class PermissionGate:
             rejected_commands=frozenset(self.session.reject_commands | project.reject),
             readable_dirs=frozenset(self.session.readable_dirs),
             unreadable_dirs=frozenset(self.session.unreadable_dirs),
+            allowed_jobs=frozenset(self.session.allow_jobs),
+            rejected_jobs=frozenset(self.session.reject_jobs),
         )
 
     async def describe(self) -> list[str]:
@@ -282,6 +311,8 @@ class PermissionGate:
         lines += [_grant_line("reject", key) for key in sorted(grants.rejected_commands)]
         lines += [f"read this session: {path}" for path in sorted(grants.readable_dirs)]
         lines += [f"no reading this session: {path}" for path in sorted(grants.unreadable_dirs)]
+        lines += [f"all input to {_job_name(key)} this session: allowed" for key in sorted(grants.allowed_jobs)]
+        lines += [f"all input to {_job_name(key)} this session: rejected" for key in sorted(grants.rejected_jobs)]
         return lines
 
 
@@ -295,10 +326,16 @@ def _grant_line(verdict: str, key: str) -> str:
     return f"{verdict} command: {key}"
 
 
+def _job_name(key: str) -> str:
+    """``job-1 of session 1a2b3c4d`` for a job grant's key (a subagent's jobs share its parent's grants)."""
+    session, _, job = key.rpartition("/")
+    return f"{job} of session {session[:8]}"
+
+
 def _question_title(title: str, request: Request, verdict: Verdict) -> str:
     if not verdict.reasons:
         return title
-    if isinstance(request, CommandRequest):
+    if isinstance(request, CommandRequest | JobInputRequest):
         return f"{title} — {', '.join(verdict.reasons)}"
     return f"{title} ({verdict.reasons[0]})"
 

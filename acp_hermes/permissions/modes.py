@@ -18,3 +18,6 @@ MODE_DESCRIPTIONS: dict[Mode, tuple[str, str]] = {
     Mode.PLAN: ("Plan", "Read-only: explore and plan; edits and commands are refused."),
     Mode.BYPASS: ("Bypass", "No prompts, except for sensitive paths, outside writes and dangerous commands."),
 }
+# Bypass where no sandbox runs commands (only with ``allow_unsandboxed_bypass: true``).
+UNSANDBOXED_BYPASS = ("Bypass (no sandbox)", "No prompts and no sandbox: every command runs with your rights, unasked, "
+                      "except what acp-hermes rates dangerous or cannot see through.")

@@ -16,8 +16,14 @@ in ``accept-edits`` and ``bypass``, a grant given there covers it only inside th
 command that needs to leave it (the network, writes outside the workspace, writes to what the
 sandbox keeps read-only because it runs later — a repository's ``.git``, ``.envrc`` …) always
 asks, saying why. Without a sandbox, grants given without one run commands as they are, and
-``bypass`` runs unasked only what the analysis can see in full: inline interpreter code, programs
-named at run time and other opaque forms ask.
+``bypass`` — offered there only when the user's own config allows it (``core.choices``) — runs
+unasked only what the analysis can see in full: inline interpreter code, programs named at run
+time, programs without rules given another program's name and other opaque forms ask. That, and the
+refusal of catastrophic commands, is a courtesy there, not a boundary: a spelling no rule knows runs.
+
+Background jobs: input for a job that runs outside the sandbox (``JobInputRequest``) asks in every
+mode but ``plan``, which refuses it — the job's own state is past any rule — unless the user allowed
+all input to that very job for the session. Input for a sandboxed job is decided as the command it is.
 
 Grants are allowlists: a remembered key covers an invocation only as ``command_keys`` names it —
 the same executable, no environment assignments, only options known to be harmless for it.
@@ -41,7 +47,7 @@ if TYPE_CHECKING:
     from acp_hermes.permissions.command_risk import CommandRisk
 
 Outcome = Literal["allow", "ask", "refuse"]
-GrantScope = Literal["edits", "state", "commands", "reads", "tools"]
+GrantScope = Literal["edits", "state", "commands", "reads", "tools", "jobs"]
 
 # What the model is told of a refusal carries instructions for it; the user reads their own words
 # (``Verdict.shown``, ``PermissionDenied.shown``).
@@ -110,6 +116,20 @@ def trust_key(server: str) -> str:
     return f"mcp-server:{server}"
 
 
+@value
+class JobInputRequest:
+    """Input for the stdin of a background job that runs outside the sandbox. ``command`` is the job's
+    command fed the input (``tools.context.job_command_line``): rated for what it shows, though the job's
+    own state (a shell's variables, a database session) is past any rule. ``job`` is the key "always"
+    is kept under: that one job of that one session, never a program."""
+
+    command: str
+    job_id: str  # "job-1", for the words the user reads
+    job: str  # "<session id>/<job id>"
+    sandbox: bool = False  # the session has an OS sandbox, and the job runs outside it
+    cwd: Path | None = None
+
+
 SANDBOXED = "sandbox:"  # the prefix of a grant given in the sandbox: it never covers a command outside it
 
 
@@ -117,7 +137,7 @@ def sandboxed_key(key: str) -> str:
     return SANDBOXED + key
 
 
-Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest
+Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest | JobInputRequest
 
 
 @value
@@ -131,6 +151,8 @@ class Grants:
     rejected_commands: frozenset[str] = frozenset()
     readable_dirs: frozenset[Path] = frozenset()  # outside the workspace: reading allowed this session
     unreadable_dirs: frozenset[Path] = frozenset()  # ... and refused this session
+    allowed_jobs: frozenset[str] = frozenset()  # JobInputRequest keys: all input allowed this session
+    rejected_jobs: frozenset[str] = frozenset()
 
 
 @value
@@ -174,6 +196,8 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
         return _decide_read(request, mode, grants, where)
     if isinstance(request, ExternalToolRequest):
         return _decide_external(request, mode, grants)
+    if isinstance(request, JobInputRequest):
+        return _decide_job_input(request, mode, grants, where)
     return _decide_state(request, mode, grants)
 
 
@@ -273,6 +297,40 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
         "commands", keys, f"Always allow {label} in this project", f"Always reject {label} in this project"
     )
     return Verdict("ask", offer=offer)
+
+
+def _decide_job_input(request: JobInputRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    """Input for a job outside the sandbox asks in every mode but ``plan`` (refused): what the job makes of
+    it runs unconfined, and no rule sees the job's state — as for a command that leaves the sandbox, or
+    one whose content cannot be seen in full without one. Only the user's "always" for that very job
+    (this session) lets it through, and even then a dangerous line asks and a catastrophic one is refused."""
+    from acp_hermes.permissions.command_risk import assess_command  # big rule tables: kept off start-up
+
+    risk = assess_command(request.command, home=where.home, roots=where.roots, cwd=request.cwd,
+                          hermes_home=where.hermes_home)
+    if risk.level == "catastrophic":
+        return _refuse(
+            f"Refused: this input is never allowed ({', '.join(risk.reasons)}). Do not try to send it "
+            "in another form.",
+            *risk.reasons,
+            shown=f"Not sent: this input is never allowed ({', '.join(risk.reasons)}).",
+        )
+    if mode is Mode.PLAN:
+        return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
+    name = request.job_id
+    if request.job in grants.rejected_jobs:
+        return _refuse(f"The user chose to reject all input to {name} in this session. " + DECLINED,
+                       f"input to {name} rejected",
+                       shown=f"Not sent: you rejected all input to {name} for this session.")
+    outside = f"{name} runs {'outside the sandbox' if request.sandbox else 'without an OS sandbox'}"
+    reasons = tuple(dict.fromkeys((outside, *risk.reasons)))
+    if risk.level == "dangerous":
+        return Verdict("ask", reasons)
+    if request.job in grants.allowed_jobs:
+        return Verdict("allow", (f"all input to {name} allowed this session",))
+    offer = GrantOffer("jobs", (request.job,), f"Always allow input to {name} in this session",
+                       f"Reject all input to {name} in this session")
+    return Verdict("ask", reasons, offer=offer)
 
 
 def _decide_sandboxed(

@@ -583,18 +583,23 @@ class _Wrapper:
     short_values: str = ""  # short options that take a value
     long_values: frozenset[str] = frozenset()
     operands: int = 0
+    writes: frozenset[str] = frozenset()  # options whose value is a file it writes (``time -o``, ``strace -o``)
+    commands: frozenset[str] = frozenset()  # options whose value is a command it runs too (``rlwrap -z``)
 
 
-def _wrapper(short_values: str = "", long_values: str = "", operands: int = 0) -> _Wrapper:
-    return _Wrapper(short_values, names(long_values), operands)
+def _wrapper(short_values: str = "", long_values: str = "", operands: int = 0, *, writes: str = "",
+             commands: str = "") -> _Wrapper:
+    return _Wrapper(short_values, names(long_values), operands, names(writes), names(commands))
 
 
 _WRAPPERS: dict[str, _Wrapper] = {
     "sudo": _wrapper("CDghpRrTtUu", "--chdir --close-from --group --host --prompt --chroot --role --type --user"),
     "doas": _wrapper("Cu"),
     "pkexec": _wrapper("", "--user"),
+    "run0": _wrapper("ugDp", "--user --group --nice --chdir --setenv --unit --property --description --slice "
+                     "--background --machine"),
     "nohup": _wrapper(),
-    "time": _wrapper("fo", "--format --output"),
+    "time": _wrapper("fo", "--format --output", writes="-o --output"),
     "nice": _wrapper("n", "--adjustment"),
     "timeout": _wrapper("ks", "--kill-after --signal", operands=1),
     "xargs": _wrapper("adEILnPs", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"),
@@ -613,9 +618,9 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "toybox": _wrapper(),
     # Tracers, debuggers of processes, namespace and privilege tools, session helpers: each runs the
     # command that follows its options, and so must be looked through, not trusted by its own name.
-    "strace": _wrapper("abeEIoOpPsSuUX"),
-    "ltrace": _wrapper("aAeDFlnopsuwx"),
-    "valgrind": _wrapper(),
+    "strace": _wrapper("abeEIoOpPsSuUX", "--output", writes="-o --output"),
+    "ltrace": _wrapper("aAeDFlnopsuwx", "--output", writes="-o --output"),
+    "valgrind": _wrapper(writes="--log-file --xml-file"),
     "unshare": _wrapper("GRSw"),
     "chroot": _wrapper("", "--userspec --groups", operands=1),
     "runuser": _wrapper("ugGsw", "--user --group --supp-group --shell --whitelist-environment"),
@@ -637,11 +642,54 @@ _WRAPPERS: dict[str, _Wrapper] = {
     "prlimit": _wrapper("p", "--pid"),
     "cgexec": _wrapper("g"),
     "eatmydata": _wrapper(),
-    "nocache": _wrapper(),
+    "nocache": _wrapper("n"),
     "torsocks": _wrapper(),
     "proxychains": _wrapper("f"),
     "proxychains4": _wrapper("f"),
+    # Line editors, output and lock helpers, fake roots and personalities, process supervisors:
+    # each runs the command after its options, whatever it does around it.
+    "rlwrap": _wrapper("bCDefFgHlLMOPqsStwz", "--break-chars --command-name --histsize --history-no-dupes --file "
+                       "--history-format --forget-matching --history-filename --logfile --multi-line-ext "
+                       "--pre-given --quote-characters --substitute-prompt --set-term-name --polling --filter "
+                       "--extra-char-after-completion --extra-char-before-completion",
+                       writes="-l --logfile -H --history-filename", commands="-z --filter"),
+    "chronic": _wrapper(),
+    "ifne": _wrapper(),
+    "proot": _wrapper("rbmqwkivRS", "--rootfs --bind --mount --qemu --pwd --cwd --kernel-release --change-id "
+                      "--verbose", commands="-q --qemu"),
+    "fakechroot": _wrapper("ecl", "--environment --config-dir --lib --elfloader"),
+    "faketime": _wrapper("", "--date-prog", operands=1),
+    "schroot": _wrapper("cud", "--chroot --user --directory"),
+    "lckdo": _wrapper("W", operands=1),
+    "setlock": _wrapper(operands=1),
+    "with-lock-ex": _wrapper(operands=1),
+    "envdir": _wrapper(operands=1),
+    "setuidgid": _wrapper(operands=1),
+    "envuidgid": _wrapper(operands=1),
+    "softlimit": _wrapper("acdflmoprst"),
+    "chpst": _wrapper("uUbe/nlLmdopfcrt"),
+    "gosu": _wrapper(operands=1),
+    "su-exec": _wrapper(operands=1),
+    "tini": _wrapper("pe"),
+    "dumb-init": _wrapper("r", "--rewrite"),
+    "nq": _wrapper(),
+    "tsp": _wrapper("LDN"),
+    "dtach": _wrapper("nAcaper"),
+    "abduco": _wrapper("nAcae"),
+    "setarch": _wrapper(operands=1),
+    **dict.fromkeys(("linux32", "linux64", "i386", "x86_64", "uname26"), _wrapper()),
+    **dict.fromkeys(("ccache", "sccache", "distcc", "icecc"), _wrapper()),
+    "systemd-inhibit": _wrapper("", "--what --who --why --mode"),
+    "dbus-launch": _wrapper("", "--config-file --autolaunch"),
+    "sshpass": _wrapper("pfdP"),
+    "coproc": _wrapper(),  # bash's keyword: runs the command beside the shell
 }
+# Builtins that declare variables for the rest of the line: what they assign counts like ``X=1 cmd``.
+_DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+# Runners whose subcommand takes a name before the command it runs (``direnv exec DIR cmd``).
+_RUN_AFTER: dict[tuple[str, str], int] = {("direnv", "exec"): 1, ("rustup", "run"): 1, ("podman", "unshare"): 0,
+                                          ("buildah", "unshare"): 0}
+_NIX_SHELLS = frozenset({"develop", "shell"})  # ``nix develop -c cmd``, ``nix shell pkgs -c cmd``
 # Programs that take a shell command string in an option (``script -c 'make'``): it is looked into.
 _COMMAND_OPTIONS: dict[str, tuple[str, str]] = {
     "script": ("-c", "--command"),
@@ -666,6 +714,8 @@ _OPAQUE_CODE_OPTIONS = names("-c --cmd -S -s -ex -iex --eval-command --init-eval
 _TMUX_VALUES = names("-c -e -F -f -L -l -n -S -s -t -x -y -w -h")
 _BANG = re.compile(r"\s*:?\s*(?:silent!?\s+)?(?:!|shell\s+)(.*)", re.S)
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh"})
+_LOOKED_THROUGH = frozenset({*_WRAPPERS, *_COMMAND_OPTIONS, *_OPAQUE, *_SHELLS, *_DECLARERS, "eval", "su", "script",
+                             "sg", "entr", "parallel", "sem", "watch", "env", "command", "trap", "alias"})
 
 
 @dataclass
@@ -677,6 +727,7 @@ class Invocation:
     payloads: list[str] = field(default_factory=list)  # shell code handed over as text (bash -c, eval …)
     too_deep: bool = False  # more wrappers than _MAX_WRAPPERS: what finally runs is unknown
     opaque: list[str] = field(default_factory=list)  # why what finally runs cannot all be seen
+    writes: list[str] = field(default_factory=list)  # files a wrapper on the way writes (``time -o out``)
     # Names assigned on the way — ``X=1 cmd``, ``env X=1 cmd``, ``timeout 5 env X=1 cmd`` — as each
     # sets the environment of what finally runs.
     assigned: list[str] = field(default_factory=list)
@@ -688,6 +739,11 @@ class Invocation:
     @property
     def args(self) -> list[str]:
         return [word.text for word in self.argv[1:]]
+
+
+def looked_through(name: str) -> bool:
+    """Whether ``look_through`` has a rule for ``name``: a wrapper, shell, opaque or command-taking program."""
+    return name in _LOOKED_THROUGH
 
 
 def program_name(text: str) -> str:
@@ -706,7 +762,27 @@ def look_through(words: Sequence[Word]) -> Invocation:
         name = program_name(rest[0].text)
         invocation.chain.append(name)
         payload: str | None = None
-        if name in _SHELLS:
+        texts = [word.text for word in rest]
+        if name == "script":
+            invocation.writes += _script_files(texts)
+        if name in _DECLARERS:  # ``export PATH=…; ls`` sets what ``PATH=… ls`` sets
+            invocation.assigned += [match.group().rstrip("+=") for text in texts[1:]
+                                    if (match := _ASSIGNMENT.match(text))]
+            break
+        if name == "trap":  # the action runs later, when the signal comes
+            operands = [text for text in texts[1:] if text not in ("--", "-p", "-l", "-P")]
+            payload = operands[0] if len(operands) > 1 and operands[0] != "-" else ""
+        elif name == "alias":  # what each alias stands for runs wherever its name is used
+            payload = "\n".join(text.partition("=")[2] for text in texts[1:] if "=" in text)
+        elif name == "nix" and texts[1:2] and texts[1] in _NIX_SHELLS and ("-c" in texts or "--command" in texts):
+            start = next(index for index, text in enumerate(texts) if text in ("-c", "--command"))
+            rest = rest[start + 1 :]
+            continue
+        elif len(texts) > 1 and (name, texts[1]) in _RUN_AFTER:
+            start = 1 + skip_options(texts[1:], "", frozenset())
+            rest = rest[min(start + _RUN_AFTER[name, texts[1]], len(rest)) :]
+            continue
+        elif name in _SHELLS:
             payload = _shell_payload(rest)
             if payload is None:
                 break
@@ -724,7 +800,7 @@ def look_through(words: Sequence[Word]) -> Invocation:
         elif name == "entr" and any(w.text.startswith("-") and "s" in w.text[1:] for w in rest[1:2]):
             start = skip_options([word.text for word in rest], "", frozenset())
             payload = rest[start].text if start < len(rest) else ""
-        elif name == "parallel":
+        elif name in ("parallel", "sem"):  # sem is parallel --semaphore
             rest, payload = _parallel_command(rest)
             if payload is None:
                 continue
@@ -742,7 +818,10 @@ def look_through(words: Sequence[Word]) -> Invocation:
             rest = []  # only asks where a program is
         elif name in _WRAPPERS:
             wrapper = _WRAPPERS[name]
-            start = skip_options([word.text for word in rest], wrapper.short_values, wrapper.long_values)
+            start = skip_options(texts, wrapper.short_values, wrapper.long_values)
+            invocation.writes += _option_values(texts[:start], wrapper.writes, wrapper.short_values)
+            invocation.payloads += [code for code in _option_values(texts[:start], wrapper.commands,
+                                                                    wrapper.short_values) if code.strip()]
             rest = rest[min(start + wrapper.operands, len(rest)) :]
             continue
         else:
@@ -756,6 +835,37 @@ def look_through(words: Sequence[Word]) -> Invocation:
         invocation.too_deep, rest = True, []
     invocation.argv = rest
     return invocation
+
+
+def _option_values(words: Sequence[str], wanted: frozenset[str], short_values: str) -> list[str]:
+    """The values ``words[1:]`` (options only) give the options in ``wanted``: ``-o out``, ``-fo out``,
+    ``-oout``, ``--output out``, ``--output=out``; ``short_values`` are the letters that take one."""
+    values = []
+    for index, word in enumerate(words[1:], start=1):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word.startswith("--"):
+            name, equals, attached = word.partition("=")
+            if name in wanted:
+                values.append(attached if equals else following)
+            continue
+        for position, letter in enumerate(word[1:], start=1):
+            if letter in short_values:
+                if "-" + letter in wanted:
+                    values.append(word[position + 1 :] or following)
+                break
+    return [value for value in values if value]
+
+
+_SCRIPT_LOGS = names("-B --log-io -I --log-in -O --log-out -T --log-timing")
+
+
+def _script_files(words: Sequence[str]) -> list[str]:
+    """The files ``script`` writes: its typescript (the operand) and the logs its options name."""
+    start = skip_options(words, "cEBIOTm", names("--command --echo --log-io --log-in --log-out --log-timing "
+                                                 "--logging-format"))
+    files = _option_values(words[:start], _SCRIPT_LOGS | {"--timing"}, "cEBIOTm")
+    files += [word[2:] for word in words[1:start] if word.startswith("-t") and len(word) > 2]
+    return files + list(words[start : start + 1])
 
 
 def _command_option(args: Sequence[str], short: str, long: str) -> str | None:
@@ -774,8 +884,9 @@ def _parallel_command(words: list[Word]) -> tuple[list[Word], str | None]:
     """GNU parallel's command with its first input filled in (``parallel rm -rf ::: ~`` runs ``rm -rf ~``):
     as words to look through further, or as a shell string when it was given as one."""
     texts = [word.text for word in words]
-    start = skip_options(texts, "jSaCdEINnPs", names("--jobs --sshlogin --arg-file --colsep --delimiter "
-                                                       "--max-args --replace --tmpdir --joblog --results"))
+    start = skip_options(texts, "jSaCdEINnPs", names("--jobs --sshlogin --arg-file --colsep --delimiter --max-args "
+                                                       "--replace --tmpdir --joblog --results --id --semaphorename "
+                                                       "--timeout"))
     end = next((index for index in range(start, len(words)) if texts[index] in (":::", "::::", ":::+")), len(words))
     inputs = [Word(text) for text in texts[end + 1 :] if text not in (":::", "::::", ":::+")][:1]
     command = list(words[start:end])

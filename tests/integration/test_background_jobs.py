@@ -1,7 +1,7 @@
 """Background commands end with their session, through the real stdio server: ``session/close``,
 ``session/delete`` and the editor closing stdin each end the session's detached process groups
-(SIGTERM, then SIGKILL) and remove their log directory. Without the sandbox nothing else would
-(bubblewrap's die-with-parent only ends a sandboxed job with the whole agent).
+(SIGTERM, then SIGKILL) and remove their log directory; and ``kill -9`` of the agent ends them too
+(each runs under ``tools/launcher.py``, which kills its group when the agent is gone).
 """
 
 from __future__ import annotations
@@ -44,9 +44,10 @@ async def gone(condition: Callable[[], bool]) -> None:
             await anyio.sleep(0.05)
 
 
-async def start_background_sleep(agent: AgentProcess, fake: FakeAnthropic, token: str) -> tuple[str, Path]:
-    """A session whose turn starts ``sleep <token>`` in the background; its id and the job's log."""
-    fake.script(tool_reply("terminal", {"command": f"sleep {token}", "background": True}, id="toolu_bg"),
+async def start_background_sleep(agent: AgentProcess, fake: FakeAnthropic, token: str,
+                                 command: str = "sleep {token}") -> tuple[str, Path]:
+    """A session whose turn starts ``sleep <token>`` (or ``command``) in the background; its id and the job's log."""
+    fake.script(tool_reply("terminal", {"command": command.format(token=token), "background": True}, id="toolu_bg"),
                 text_reply("Started."))
     sid = await agent.new_session()
     await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
@@ -73,7 +74,7 @@ def delete(agent: AgentProcess, sid: str) -> Awaitable[Any]:
 async def test_ending_a_session_ends_its_background_commands(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str, end: Callable[[AgentProcess, str], Awaitable[Any]]
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token, other_token = sleep_token(), sleep_token()
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid, log = await start_background_sleep(agent, fake_anthropic, token)
@@ -88,10 +89,27 @@ async def test_ending_a_session_ends_its_background_commands(
 async def test_the_agent_exiting_on_stdin_eof_ends_every_background_command(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token = sleep_token()
     async with running_agent(tmp_path, fake_anthropic) as agent:
         _, log = await start_background_sleep(agent, fake_anthropic, token)
     # The block closed stdin and waited for the agent to exit.
     assert agent.process.returncode == 0
     await gone(lambda: not running_with(token) and not log.parent.exists())
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_the_agent_killed_with_sigkill_leaves_no_background_command_behind(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
+) -> None:
+    """Nothing of the agent runs after ``kill -9``, so nothing could stop its jobs: each runs under a
+    launcher the kernel tells when the agent is gone, which kills the job's whole process group."""
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
+    token = sleep_token()
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        # A job with a process of its own in its group: the shell, and a sleep it started beside the other.
+        await start_background_sleep(agent, fake_anthropic, token, "sleep {token} & sleep {token}; wait")
+        await gone(lambda: len(running_with(token)) >= 3)  # the launcher, the shell (in bubblewrap) and its sleeps
+        agent.process.kill()
+        await agent.process.wait()
+        await gone(lambda: not running_with(token))

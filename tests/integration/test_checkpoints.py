@@ -145,6 +145,45 @@ async def test_a_rejected_rollback_changes_nothing_and_says_so_to_the_user(
     assert "3. " not in replies(agent, sid)  # the restore's own checkpoint was dropped with it
 
 
+async def test_a_path_outside_the_workspace_is_one_line_and_takes_no_checkpoint(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``/rollback 1 ../../etc/passwd`` or ``/etc/passwd``: refused in one line, the request answered
+    normally (no -32603), no question asked and no checkpoint left behind."""
+    client = EditorClient(policy=answering("restore"))
+    async with running_agent(tmp_path, fake_anthropic, client=client) as agent:
+        sid = await edit_twice(agent, fake_anthropic)
+        for path in ("../../etc/passwd", "/etc/passwd", "sub/../../outside.txt", "."):
+            before = len(replies(agent, sid))
+            assert await agent.prompt(sid, f"/rollback 1 {path}") == "end_turn"
+            answer = replies(agent, sid)[before:]
+            assert answer.strip().count("\n") == 0, answer
+            assert f"`{path}` is not a file in the workspace" in answer and "nothing was restored" in answer
+        await agent.prompt(sid, "/rollback")
+    assert not rollback_questions(client)
+    assert "3. " not in replies(agent, sid)  # no restore checkpoint was begun for them
+    assert (agent.workspace / "a.txt").read_text() == "three\n"
+
+
+async def test_session_delete_removes_the_sessions_checkpoints(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``session/delete``: the session's checkpoints (copies of the workspace's files) go with it; another
+    session's in the same workspace stay."""
+    from acp_hermes_tools.checkpoints import CheckpointStore
+
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        doomed = await edit_twice(agent, fake_anthropic)
+        fake_anthropic.script(tool_reply("write_file", {"path": "b.txt", "content": "b\n"}, id="toolu_b"),
+                              text_reply("kept"))
+        fake_anthropic.script_auxiliary(text_reply("Kept"))
+        kept = await agent.new_session()
+        assert await agent.prompt(kept, "write b") == "end_turn"
+        store = CheckpointStore.for_workspace(Paths(agent.home).checkpoints, agent.workspace)
+        assert {s.ref.split("/")[2] for s in store.snapshots()} == {doomed, kept}
+        assert await agent.conn._conn.send_request("session/delete", {"sessionId": doomed}) == {}
+        assert {s.ref.split("/")[2] for s in store.snapshots()} == {kept}
+    logged = (agent.home / "acp-hermes" / "logs" / "acp-hermes.log").read_text()
+    assert "ResourceWarning" not in logged  # every pipe to git closed (Python warnings are logged)
+
+
 async def test_a_file_edited_by_hand_is_kept_then_restored_alone_and_a_rollback_rolls_back(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     client = EditorClient(policy=answering(True))

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from acp_hermes.core.loop import CANCELLED_RESULT
-from acp_hermes.testing.scripted_model import request_problem
+from acp_hermes.testing.request_checks import request_problem
 from acp_hermes_tools.clarify import ASKED_IN_CHAT, DECLINED, DISMISSED
 from tests.support.acp_harness import EditorClient, FormAnswer, PromptTask, cancel_and_wait, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply

@@ -190,3 +190,32 @@ def test_a_restore_a_killed_process_left_is_noted(tmp_path: Path) -> None:
     assert "1 checkpoint in 1 session" in listed and "a restore was interrupted" in listed
     entry, = json.loads(run_cli("checkpoints", "list", "--json", home=home).stdout)
     assert (entry["interrupted_restore"], entry["problem"]) == (True, None)
+
+
+def test_sessions_delete_removes_the_sessions_checkpoints_or_says_why_not(tmp_path: Path) -> None:
+    from acp_hermes_memory.session_db import SessionDB
+
+    home = tmp_path / "hermes-home"
+    app = make_workspace(tmp_path, "app")
+    with SessionDB(Paths(home).state_db) as db:
+        for session in ("sess-one", "sess-two"):
+            db.create_session(session, cwd=str(app), model=None, mode=None, model_config={}, system_prompt=None)
+    take(home, app, "sess-one", ["fix the lexer", "add the tests"])
+    store = take(home, app, "sess-two", ["rename the loader"])
+
+    deleted = run_cli("sessions", "delete", "sess-one", "--yes", home=home)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout == "Deleted sess-one, with its 2 checkpoints.\n"
+    assert {snapshot.ref.split("/")[2] for snapshot in store.snapshots()} == {"sess-two"}
+    listed = json.loads(run_cli("checkpoints", "list", "--json", home=home).stdout)
+    assert [(entry["checkpoints"], entry["sessions"]) for entry in listed] == [(1, 1)]
+
+    no_git = tmp_path / "bin"  # a PATH without git: the session goes, and the line says its checkpoints stay
+    no_git.mkdir()
+    result = subprocess.run([SCRIPT, "sessions", "delete", "sess-two", "--yes"], capture_output=True, text=True,
+                            env={**cli_env(home), "PATH": str(no_git)}, stdin=subprocess.DEVNULL, timeout=60)
+    assert result.returncode == 1 and result.stdout == "Deleted sess-two.\n", result
+    assert result.stderr == (f"acp-hermes: the session is deleted, but its checkpoints of {app} (in {store.directory}) "
+                             "could not be removed: git is not installed (not found on PATH): checkpoints need it\n")
+    assert {snapshot.ref.split("/")[2] for snapshot in store.snapshots()} == {"sess-two"}
+    assert json.loads(run_cli("sessions", "list", "--json", home=home).stdout) == []

@@ -1,6 +1,9 @@
 """`acp-hermes demo`: offline it leaves nothing behind (the user's HERMES_HOME untouched); with a
 model it stores a titled session that loads; an endpoint it cannot use is named in one line with
-status 1; Ctrl-C is a quiet exit with status 130 on a fresh line, the session of a real run kept."""
+status 1; with `--once` or piped input, Ctrl-C is a quiet exit with status 130 on a fresh line, the
+session of a real run kept. After the first prompt it is a chat: piped lines one at a time until their
+end; on a terminal, numbered questions, /steer and queued prompts while a turn runs, Ctrl-C cancelling
+the turn, Ctrl-C twice at the prompt quitting with 130 and Ctrl-D with 0."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import termios
@@ -234,10 +238,12 @@ def take_the_terminal() -> None:
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
-def test_ctrl_c_at_a_permission_prompt_does_not_wait_for_enter_and_leaves_a_fresh_line(tmp_path: Path) -> None:
+def test_ctrl_c_at_a_permission_prompt_of_once_does_not_wait_for_enter_and_leaves_a_fresh_line(
+    tmp_path: Path
+) -> None:
     home = tmp_path / "hermes-home"
     terminal, demo_side = pty.openpty()  # a real terminal: the demo asks before it edits
-    demo = subprocess.Popen([SCRIPT, "demo"], stdin=demo_side, stdout=demo_side, stderr=demo_side,
+    demo = subprocess.Popen([SCRIPT, "demo", "--once"], stdin=demo_side, stdout=demo_side, stderr=demo_side,
                             env=demo_env(home, tmp_path / "tmp"), cwd=str(tmp_path), start_new_session=True,
                             preexec_fn=take_the_terminal)
     os.close(demo_side)
@@ -254,3 +260,156 @@ def test_ctrl_c_at_a_permission_prompt_does_not_wait_for_enter_and_leaves_a_fres
     assert b"Traceback" not in shown
     assert shown.endswith(b"^C\r\n")  # what the shell prints next starts on a line of its own
     assert not home.exists() and list((tmp_path / "tmp").iterdir()) == []  # offline: nothing of it stays
+
+
+# The chat after the first prompt (README: `acp-hermes demo` goes on as a chat; `--once` stops after one).
+
+
+def sections(output: str, lines: list[str]) -> list[str]:
+    """What the demo printed for each of ``lines``, in order: from its ``you>`` echo to the next one's."""
+    starts = []
+    for line in lines:
+        start = output.find(f"you> {line}\n", starts[-1] + 1 if starts else 0)
+        assert start >= 0, f"{line!r} was not sent (in order):\n{output}"
+        starts.append(start)
+    return [output[start:end] for start, end in zip(starts, [*starts[1:], len(output)], strict=True)]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="checkpoints (/rollback) need git")
+def test_a_script_drives_the_offline_chat_line_by_line_and_its_end_quits(tmp_path: Path) -> None:
+    home, temp = tmp_path / "hermes-home", tmp_path / "tmp"
+    lines = ["/help", "run the tests", "/budget", "/queue next", "/rollback", "/rollback 1", "run the tests"]
+    demo = subprocess.run([SCRIPT, "demo"], input="".join(line + "\n" for line in lines), capture_output=True,
+                          text=True, env=demo_env(home, temp), cwd=str(tmp_path), timeout=180)
+    output = demo.stdout
+    assert demo.returncode == 0, output + demo.stderr
+    story, *answers = sections(output, [DEFAULT_PROMPT, *lines])
+    assert "all tests passed" in story and "turn ended: end_turn" in story  # the demo's task first
+    helped, tested, budget, queued, listed, rolled_back, tested_again = answers
+    assert "- `/rollback [" in helped and "- `/steer <text>`" in helped and "turn ended" not in helped
+    assert "The tests pass: `test_calc.py` prints **all tests passed**." in tested
+    assert "**Budget**" in budget and "`session_usd`: none" in budget
+    assert "I'm the offline demo's scripted model, not a real LLM" in queued  # the queued prompt ran at once
+    assert "1. " in listed and "changed since: `calc.py`" in listed
+    assert "Restored 1 file to checkpoint 1: `calc.py`." in rolled_back
+    assert "-    return sum(values) / len(values)" in rolled_back  # the fix taken back ...
+    assert "The tests fail (AssertionError: 3.0)." in tested_again  # ... so the tests fail again
+    assert tested_again.rstrip().endswith("turn ended: end_turn")  # the end of input ended the demo there
+    assert not home.exists() and list(temp.iterdir()) == []  # offline: nothing of it stays
+
+
+def test_once_runs_the_one_prompt_and_reads_no_input(tmp_path: Path) -> None:
+    home, temp = tmp_path / "hermes-home", tmp_path / "tmp"
+    demo = subprocess.run([SCRIPT, "demo", "--once"], input="/help\nrun the tests\n", capture_output=True,
+                          text=True, env=demo_env(home, temp), cwd=str(tmp_path), timeout=180)
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert f"you: {DEFAULT_PROMPT}" in demo.stdout and "all tests passed" in demo.stdout
+    assert demo.stdout.rstrip().endswith("turn ended: end_turn")
+    assert "you> " not in demo.stdout and "Commands:" not in demo.stdout  # not a line of the input was sent
+    assert list(temp.iterdir()) == []
+
+
+class Terminal:
+    """The demo on a pseudo-terminal of its own, as a person runs it: what it shows, and keys typed."""
+
+    def __init__(self, tmp_path: Path, *args: str) -> None:
+        self.home, self.temp = tmp_path / "hermes-home", tmp_path / "tmp"
+        self.fd, demo_side = pty.openpty()
+        self.demo = subprocess.Popen([SCRIPT, "demo", *args], stdin=demo_side, stdout=demo_side, stderr=demo_side,
+                                     env=demo_env(self.home, self.temp), cwd=str(tmp_path), start_new_session=True,
+                                     preexec_fn=take_the_terminal)
+        os.close(demo_side)
+        self.shown = b""  # everything the terminal showed
+        self._read = 0  # how far expect() has looked
+
+    def expect(self, marker: str) -> str:
+        """Wait (60 s at most) for ``marker`` after what was expected before; the text up to it."""
+        wanted = marker.encode()
+        while (found := self.shown.find(wanted, self._read)) < 0:
+            ready, _, _ = select.select([self.fd], [], [], 60.0)
+            if not ready:
+                raise AssertionError(f"no {marker!r} on the terminal:\n{self.shown.decode(errors='replace')}")
+            self.shown += os.read(self.fd, 4096)
+        text = self.shown[self._read:found].decode(errors="replace")
+        self._read = found + len(wanted)
+        return text
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def exit_status(self) -> int:
+        status = self.demo.wait(timeout=60)
+        self.shown += drain(self.fd)
+        return status
+
+    def close(self) -> None:
+        if self.demo.poll() is None:
+            self.demo.kill()
+            self.demo.wait()
+        os.close(self.fd)
+
+
+def test_on_a_terminal_the_chat_asks_steers_queues_cancels_with_ctrl_c_and_quits_with_ctrl_d(tmp_path: Path) -> None:
+    terminal = Terminal(tmp_path)
+    try:
+        terminal.expect("? permission: Edit calc.py")
+        terminal.expect("choose [1]: ")
+        terminal.type("2\n")  # numbered: allow all edits this session
+        terminal.expect("? permission: Run python3 test_calc.py")
+        terminal.expect("choose [1]: ")
+        terminal.type("\n")  # Enter alone: the first option, allow once
+        terminal.expect("all tests passed")
+        terminal.expect("turn ended: end_turn")
+        terminal.expect("you> ")
+
+        terminal.type("count slowly\n")
+        terminal.expect(" 1… ")  # the turn is under way: what is typed now is sent at once
+        terminal.type("/steer stop at five\n")
+        terminal.expect("↪ Sent into the running turn")
+        terminal.type("hello\n")
+        terminal.expect("queued: it runs when this turn ends")
+        terminal.expect("Done counting.")
+        terminal.expect("↪ you: stop at five")  # read by the model once it had finished counting
+        terminal.expect("You sent “stop at five” while I was working")
+        terminal.expect("turn ended: end_turn")
+        terminal.expect("scripted model, not a real LLM")  # then the queued prompt ran
+        terminal.expect("turn ended: end_turn")
+        terminal.expect("you> ")
+
+        terminal.type("count\n")
+        terminal.expect(" 1… ")
+        terminal.type("\x03")  # Ctrl-C: session/cancel, back to the prompt
+        cancelled = terminal.expect("turn ended: cancelled")
+        terminal.expect("you> ")
+        assert "cancelling the turn…" in cancelled and "Done counting" not in cancelled
+
+        terminal.type("\x03")  # at the prompt: how to leave
+        terminal.expect("(Ctrl-C again quits; so does Ctrl-D)")
+        terminal.expect("you> ")
+        terminal.type("\x04")  # Ctrl-D
+        assert terminal.exit_status() == 0
+    finally:
+        terminal.close()
+    shown = terminal.shown.decode(errors="replace")
+    assert "Traceback" not in shown and shown.endswith("\n")
+    assert not terminal.home.exists() and list(terminal.temp.iterdir()) == []  # the throwaway home is gone
+
+
+def test_ctrl_c_at_a_question_of_the_chat_cancels_the_turn_and_twice_at_its_prompt_quits(tmp_path: Path) -> None:
+    terminal = Terminal(tmp_path)
+    try:
+        terminal.expect("? permission: Edit calc.py")
+        terminal.expect("choose [1]: ")
+        terminal.type("\x03")  # the question is answered "cancelled", the turn cancelled
+        cancelled = terminal.expect("turn ended: cancelled")
+        terminal.expect("you> ")
+        assert "cancelling the turn…" in cancelled and "✘ Edit calc.py" in cancelled
+        terminal.type("\x03")
+        terminal.expect("(Ctrl-C again quits; so does Ctrl-D)")
+        terminal.expect("you> ")
+        terminal.type("\x03")
+        assert terminal.exit_status() == 130
+    finally:
+        terminal.close()
+    assert terminal.shown.endswith(b"^C\r\n") and b"Traceback" not in terminal.shown
+    assert list(terminal.temp.iterdir()) == []

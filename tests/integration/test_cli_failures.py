@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,13 +52,6 @@ def unreadable_config(home: Path) -> None:
     (home / "acp-hermes" / "config.yaml").mkdir(parents=True)  # no one reads a directory as a file, root included
 
 
-def config_permission_denied(home: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("as root, chmod 000 does not stop reads: the directory case covers an unreadable config")
-    config = home / "acp-hermes" / "config.yaml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text("log_level: INFO\n")
-    config.chmod(0)
 
 
 # Each broken state: how to make it, what it breaks, and what the one line must contain.
@@ -65,7 +60,6 @@ STATES: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = {
     "home-is-a-file": (home_is_a_file, HOME, ("is a file, not a directory",)),
     "invalid-yaml": (invalid_yaml, CONFIG, ("config.yaml", "not valid YAML")),
     "unreadable-config": (unreadable_config, CONFIG, ("config.yaml", "cannot be read")),
-    "config-permission-denied": (config_permission_denied, CONFIG, ("config.yaml", "cannot be read")),
 }
 
 # Each command: its arguments, whether it runs with the fake model's key, and what it uses.
@@ -141,6 +135,132 @@ def test_a_broken_home_is_one_line_never_a_traceback(
             assert "is a file, not a directory" in json.dumps(answers[2]["error"]), answers[2]
 
 
+# Permissions only bind a user who is not root: these run as the test's own user, or as nobody
+# (setpriv) where the tests run as root.
+NOBODY = 65534
+
+
+def config_permission_denied(home: Path) -> None:
+    config = home / "acp-hermes" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text("log_level: INFO\n")
+    config.chmod(0)
+
+
+def home_mode(mode: int, *, own: bool = False) -> Callable[[Path], None]:
+    def make(home: Path) -> None:
+        (home / "acp-hermes").mkdir(parents=True)
+        (home / "acp-hermes" if own else home).chmod(mode)
+
+    return make
+
+
+HOME_DENIED = ("cannot be read and written by this user", "chmod u+rwx")
+# Each state: how to make it, and what the one line must contain (the path is added: it must be named).
+UNUSABLE: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = {
+    "home-mode-000": (home_mode(0), "", HOME_DENIED),
+    "home-read-only": (home_mode(0o555), "", HOME_DENIED),
+    "own-mode-000": (home_mode(0, own=True), "acp-hermes", HOME_DENIED),
+    "config-permission-denied": (config_permission_denied, "acp-hermes/config.yaml", ("cannot be read",)),
+}
+
+
+def _unprivileged() -> tuple[str, ...]:
+    """The argv prefix that runs a command as a user file permissions bind (none when not root)."""
+    if os.geteuid() != 0:
+        return ()
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed: as root, permissions stop nothing")
+    prefix = ("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--")
+    probe = subprocess.run([*prefix, SCRIPT, "--version"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"an unprivileged user cannot run this checkout: {probe.stderr[-200:]}")
+    return prefix
+
+
+@pytest.fixture
+def unprivileged_base() -> Iterator[tuple[Path, tuple[str, ...]]]:
+    """A folder the command's user owns (pytest's temp folders are private to root), and how to run as that user."""
+    prefix = _unprivileged()
+    folder = Path(tempfile.mkdtemp(prefix="cli-unprivileged-"))
+    try:
+        yield folder, prefix
+    finally:
+        for path in [folder, *folder.rglob("*")]:  # give permissions back so the folder can go
+            if not path.is_symlink():
+                path.chmod(0o700)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# Every command against the whole home; a few (the server, doctor, a database, a config and a store
+# command) against the narrower cases.
+UNUSABLE_CASES = [(state, command) for state in UNUSABLE for command in COMMANDS
+                  if state.startswith("home-") or command in ("serve", "doctor", "sessions-list", "memory-providers",
+                                                              "checkpoints-prune")]
+
+
+@pytest.mark.parametrize(("state", "command"), UNUSABLE_CASES)
+def test_a_home_this_user_cannot_use_is_one_line_never_a_traceback(
+    unprivileged_base: tuple[Path, tuple[str, ...]], fake_anthropic: FakeAnthropic, state: str, command: str
+) -> None:
+    """An unreadable or unwritable HERMES_HOME (or its acp-hermes/, or config.yaml) as a user without root's
+    powers: every command says so in one line naming the path, ``serve`` answers ``session/new`` with it."""
+    base, as_user = unprivileged_base
+    make, where, says = UNUSABLE[state]
+    args, with_key, uses = COMMANDS[command]
+    home = base / "hermes-home"
+    home.mkdir()
+    requests = base / "requests.ndjson"
+    requests.write_text("".join(json.dumps(message) + "\n" for message in REQUESTS))
+    make(home)
+    if as_user:
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, NOBODY, NOBODY)
+    env = {**cli_env(home), "EDITOR": "true", "VISUAL": "true", "HOME": str(base)}
+    if with_key:
+        env.update(fake_anthropic.env())
+    with requests.open("rb") as stdin:
+        result = subprocess.run(
+            [*as_user, SCRIPT, *args], stdin=stdin if command == "serve" else subprocess.DEVNULL,
+            capture_output=True, text=True, env=env, cwd=str(base), timeout=120,
+        )
+    output = result.stdout + result.stderr
+    assert result.returncode in (0, 1), output
+    assert "Traceback" not in output, output
+    named = str(home / where) if where else str(home)
+    if command == "serve":
+        answers = {message["id"]: message for message in map(json.loads, result.stdout.splitlines())}
+        assert result.returncode == 0 and set(answers) == {1, 2}, output
+        assert "result" in answers[1] and "error" in answers[2], answers
+        error = answers[2]["error"]["message"]
+        assert named in error and all(part in error for part in says), error
+    elif state != "config-permission-denied" or CONFIG in uses:  # the home: every command needs it
+        assert any(named in line and all(part in line for part in says) for line in output.splitlines()), output
+
+
+def test_a_home_that_cannot_be_created_or_belongs_to_another_user_says_why(
+    unprivileged_base: tuple[Path, tuple[str, ...]]
+) -> None:
+    base, as_user = unprivileged_base
+    locked = base / "locked"
+    locked.mkdir()
+    cases = [(locked / "hermes-home", f"HERMES_HOME {locked / 'hermes-home'} does not exist and cannot be created: "
+                                      f"{locked} is not a directory this user can write")]
+    if as_user:
+        for path in (base, locked):
+            os.chown(path, NOBODY, NOBODY)
+        theirs = base / "root-owned"  # made by `sudo acp-hermes`, say
+        theirs.mkdir(mode=0o700)
+        cases.append((theirs, f"HERMES_HOME {theirs} cannot be read and written by this user: give it back its "
+                              "permissions (it belongs to user 0: chown it to this user)"))
+    locked.chmod(0o555)
+    for home, says in cases:
+        result = subprocess.run([*as_user, SCRIPT, "sessions", "list"], stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, env={**cli_env(home), "HOME": str(base)}, cwd=str(base), timeout=60)
+        assert result.returncode == 1 and result.stdout == "", result.stderr
+        assert result.stderr.startswith(f"acp-hermes: {says}") and result.stderr.count("\n") == 1, result.stderr
+
+
 def test_serve_reads_a_plain_file_of_requests_and_exits_at_its_end(tmp_path: Path) -> None:
     """``acp-hermes < requests.ndjson``: every request answered on stdout, status 0 at the end of the file."""
     requests = tmp_path / "requests.ndjson"
@@ -209,3 +329,55 @@ def test_the_known_failures_have_their_one_line(tmp_path: Path, monkeypatch: pyt
     assert denied == "acp-hermes: Permission denied: /h/x"
     assert failure_line(ValueError("a bug")) is None
     assert all("\n" not in line for line in (corrupt, denied))
+
+
+def seeded_home(base: Path) -> Path:
+    """A HERMES_HOME with something for every command to print: session s1, a checkpoint store, memory, a skill."""
+    from acp_hermes_memory.session_db import SessionDB
+    from tests.integration.test_cli_checkpoints import make_workspace, take
+    from tests.integration.test_cli_memory_skills import write_skill
+
+    home = base / "hermes-home"
+    db = SessionDB(home / "acp-hermes" / "state.db")
+    db.create_session("s1", cwd=str(base), model="claude-sonnet-5-5", mode="default", model_config={},
+                      system_prompt="", title="Lexer choice")
+    for turn in range(40):
+        db.append_message("s1", "user", f"which lexer, {turn}?")
+        db.append_message("s1", "assistant", f"the zephyrine lexer, {turn}")
+    db.close()
+    if shutil.which("git") is not None:
+        take(home, make_workspace(base, "app"), "s1", ["fix the lexer bug"])
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "MEMORY.md").write_text("Project uses tabs.\n§\nTests run with pytest -q.")
+    write_skill(home / "skills", "lint", "Run the linters")
+    return home
+
+
+def test_every_command_into_a_closed_pipe_exits_quietly(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """``acp-hermes … | head -1``: the reader leaves early. Its stdout is a pipe whose reading end is closed
+    here before the command starts, so every write fails (what ``head`` leaves behind, without a race):
+    no traceback and no "Broken pipe" line, and the status of a process SIGPIPE ended (141)."""
+    home = seeded_home(tmp_path)
+    workspace = tmp_path / "app" if (tmp_path / "app").is_dir() else tmp_path  # `checkpoints show .` finds it
+    env = {**cli_env(home), "EDITOR": "true", "VISUAL": "true"}
+    extra = {"help": (("--help",), False, set[str]()), "sessions-export-markdown": (("sessions", "export", "s1"),
+                                                                                    False, set[str]())}
+    for name, (args, with_key, _) in [*extra.items(), *COMMANDS.items()]:  # sessions delete: after the others
+        if name == "serve":  # the protocol, not a listing: its end is the end of stdin
+            continue
+        reading, writing = os.pipe()
+        os.close(reading)
+        try:
+            result = subprocess.run([SCRIPT, *args], stdin=subprocess.DEVNULL, stdout=writing, stderr=subprocess.PIPE,
+                                    text=True, env={**env, **(fake_anthropic.env() if with_key else {})},
+                                    cwd=str(workspace), timeout=120)
+        finally:
+            os.close(writing)
+        for noise in ("Traceback", "BrokenPipeError", "Broken pipe", "Exception ignored"):
+            assert noise not in result.stderr, (name, result.stderr)
+        if name == "help":  # argparse's own printing: quiet, its status 0
+            assert result.returncode == 0, result.stderr
+        elif name == "setup":  # with no terminal and nothing piped in it prints nothing: it says why on stderr
+            assert result.returncode == 1 and "no terminal to ask on" in result.stderr, result.stderr
+        elif workspace != tmp_path or not name.startswith("checkpoints"):
+            assert result.returncode == 141, (name, result.returncode, result.stderr)

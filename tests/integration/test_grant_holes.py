@@ -25,7 +25,8 @@ def terminal(command: str, call_id: str) -> Any:
 
 
 def no_sandbox(tmp_path: Path) -> None:
-    write_config(tmp_path / "hermes-home", "sandbox: off\n")
+    """No sandbox, and bypass allowed without one by the user's config (where these holes were)."""
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
 
 
 def git_repo(workspace: Path) -> None:

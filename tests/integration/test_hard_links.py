@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import EditorClient, running_agent
+from tests.support.acp_harness import EditorClient, allow_bypass_here, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
 
@@ -32,6 +32,7 @@ def linked_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text(KEY)
     hermes.mkdir()
+    allow_bypass_here(hermes)
     (hermes / ".env").write_text(HERMES_SECRET)
     workspace.mkdir()
     os.link(home / ".ssh" / "id_rsa", workspace / "notes.txt")

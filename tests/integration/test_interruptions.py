@@ -16,8 +16,10 @@ import pytest
 
 from acp_hermes.testing.scripted_model import MessageReply, RawBody, StreamCut, TextBlock, ToolUseBlock
 from acp_hermes_memory.session_db import SessionDB
-from tests.support.acp_harness import RawAgent, raw_agent, running_agent
-from tests.support.fake_anthropic import FakeAnthropic, slow_text_reply, text_reply, tool_reply
+from tests.integration.test_background_jobs import SANDBOXES, gone, sleep_token
+from tests.integration.test_sandbox import running_with
+from tests.support.acp_harness import RawAgent, allow_bypass_here, raw_agent, running_agent, write_config
+from tests.support.fake_anthropic import DelegationRouter, FakeAnthropic, slow_text_reply, text_reply, tool_reply
 
 INIT = {"protocolVersion": 1, "clientCapabilities": {}}
 # Text, then a tool call whose arguments arrive in four pieces: eight events in, the call is half-streamed.
@@ -82,6 +84,7 @@ async def test_a_process_killed_while_a_tool_runs_leaves_a_session_that_goes_on(
 ) -> None:
     fake_anthropic.script(tool_reply("terminal", {"command": "echo started; sleep 60"}, id="toolu_long"))
     home = tmp_path / "hermes-home"
+    allow_bypass_here(home)
     async with raw_agent(tmp_path, fake_anthropic, home=home) as agent:
         session_id = await open_session(agent, tmp_path / "workspace")
         await agent.request("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
@@ -133,3 +136,30 @@ async def test_a_broken_stream_ends_the_turn_with_a_message_and_the_next_prompt_
     *broken, last = answers
     assert [r.finish_reason for r in broken] == ["incomplete"] * len(broken)  # what was shown, marked as such
     assert all(not r.tool_calls for r in broken) and last.finish_reason == "end_turn"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+async def test_the_editor_quitting_ends_a_subagents_running_command_at_once(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
+) -> None:
+    """A subagent's long command is stopped the moment stdin closes — all of it, also a process that
+    moved to a session of its own, where a signal to the command's group does not reach (as bubblewrap's
+    sandbox init does: a cancel that caught it starting used to leave the whole sandbox running)."""
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
+    token = sleep_token()
+    goal = "Run the long check"
+    command = f"setsid sleep {token} & sleep {token}; wait"
+    router = DelegationRouter().parent(tool_reply("delegate_task", {"goal": goal}, id="toolu_delegate"))
+    router.child(goal, tool_reply("terminal", {"command": command, "timeout": 600}, id="toolu_child_run"))
+    fake_anthropic.script(*router.items())
+    async with raw_agent(tmp_path, fake_anthropic) as agent:
+        session_id = await open_session(agent, tmp_path / "workspace")
+        await agent.request("session/set_mode", {"sessionId": session_id, "modeId": "bypass"})
+        await start_prompt(agent, session_id, "check it")
+        await gone(lambda: len(running_with(token)) >= 3)  # the shell and both sleeps run (in the sandbox or not)
+        assert agent.process.stdin is not None
+        agent.process.stdin.close()  # the editor quits
+        with anyio.fail_after(15):
+            assert await agent.process.wait() == 0  # it exited by itself, not killed
+        await gone(lambda: not running_with(token))

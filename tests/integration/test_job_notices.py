@@ -156,7 +156,7 @@ def notices(agent: AgentProcess, sid: str) -> list[dict[str, Any]]:
 async def test_a_job_ending_during_a_turn_is_noted_in_the_next_tool_result(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     async with running_agent(tmp_path, fake_anthropic) as agent:
         model = Model(make_fifo(agent.workspace, "release.fifo"))
         fake_anthropic.script(*[model] * 12)
@@ -233,7 +233,7 @@ async def start_then_end_while_idle(agent: AgentProcess, fake: FakeAnthropic, jo
 async def test_a_job_ending_while_idle_is_shown_at_once_and_noted_at_the_next_turn(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     async with running_agent(tmp_path, fake_anthropic) as agent:
         sid, _ = await start_then_end_while_idle(agent, fake_anthropic)
 
@@ -268,7 +268,7 @@ async def stay_open(agent: AgentProcess, sid: str) -> None:
 async def test_a_jobs_own_processes_end_with_it(
     tmp_path: Path, fake_anthropic: FakeAnthropic, sandbox: str, end: Callable[[AgentProcess, str], Awaitable[None]]
 ) -> None:
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     token = sleep_token()
     command = f"sleep {token} & sleep {token} & echo ready > ready.fifo; wait"  # a shell and two children
     fake_anthropic.script(tool_reply("terminal", {"command": command, "background": True}, id="toolu_start"),

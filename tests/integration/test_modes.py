@@ -1,7 +1,8 @@
 """Permission modes through the real stdio server: what asks, what runs, what is refused.
 
 ``default`` asks for edits and commands, ``accept-edits`` lets workspace edits through, ``plan``
-refuses every mutation without asking, ``bypass`` asks for nothing ordinary. In every mode,
+refuses every mutation without asking, ``bypass`` asks for nothing ordinary — where no sandbox runs
+commands, only if the user's config allows it (``allow_unsandboxed_bypass``). In every mode,
 writes outside the workspace (cwd plus additionalDirectories, with ``..`` and symlinks resolved)
 and to sensitive paths still ask, dangerous commands ask even in bypass or under a remembered
 grant, and catastrophic commands are refused without a prompt and without running.
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import RequestError
 
 from acp_hermes_tools.sandbox import detect
 from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent, write_config
@@ -64,7 +66,7 @@ async def test_what_each_mode_asks_for(tmp_path: Path, fake_anthropic: FakeAnthr
     home, extra, outside = tmp_path / "user-home", tmp_path / "extra-dir", tmp_path / "outside"
     for directory in (home, extra, outside):
         directory.mkdir()
-    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\n")
+    write_config(tmp_path / "hermes-home", f"sandbox: {sandbox}\nallow_unsandboxed_bypass: true\n")
     sandboxed = sandbox == "auto" and detect().available
     (outside / "target.txt").write_text("target\n")
     fake_anthropic.script(
@@ -152,7 +154,7 @@ async def test_dangerous_commands_ask_and_catastrophic_ones_never_run(
     home = tmp_path / "user-home"
     home.mkdir()
     # The gate alone: the recording shell logs outside the workspace, which a sandbox would refuse.
-    write_config(tmp_path / "hermes-home", "sandbox: off\n")
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
     fake_anthropic.script(
         tool_reply("terminal", {"command": "rm old.txt"}, id="toolu_rm"),
         tool_reply("terminal", {"command": "git push origin main"}, id="toolu_push"),
@@ -229,3 +231,79 @@ async def test_the_mode_persists_with_the_session_across_processes(
 
 def _mode_value(options: list[dict[str, Any]]) -> str:
     return str(next(o for o in options if o["id"] == "mode")["currentValue"])
+
+
+# -- bypass needs a sandbox, or the user's explicit choice ------------------------------------------
+
+WITHOUT_BYPASS = ["default", "accept-edits", "plan"]
+
+
+def offered(state: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The modes a session/new, load, resume or fork answer offers: in ``modes`` and in the mode option."""
+    option = next(o for o in state["configOptions"] if o["id"] == "mode")
+    return [m["id"] for m in state["modes"]["availableModes"]], [o["value"] for o in option["options"]]
+
+
+async def test_without_a_sandbox_bypass_is_not_offered_and_choosing_it_is_refused_with_the_reason(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    config = write_config(tmp_path / "hermes-home", "sandbox: off\n")
+    # Only the user's own config may allow it: not the project, not the environment the editor sets.
+    for project_file in (".hermes/config.yaml", ".hermes/acp-hermes/config.yaml", "acp-hermes.yaml"):
+        (tmp_path / "workspace" / project_file).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "workspace" / project_file).write_text("allow_unsandboxed_bypass: true\n")
+    env = {"ALLOW_UNSANDBOXED_BYPASS": "true", "ACP_HERMES_ALLOW_UNSANDBOXED_BYPASS": "true"}
+    fake_anthropic.script_auxiliary(text_reply("Modes"))
+    async with running_agent(tmp_path, fake_anthropic, env=env) as agent:
+        created = (await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])).model_dump(by_alias=True)
+        sid = created["sessionId"]
+        assert offered(created) == (WITHOUT_BYPASS, WITHOUT_BYPASS)
+        for switch in (agent.conn.set_session_mode(session_id=sid, mode_id="bypass"),
+                       agent.conn.set_config_option(config_id="mode", session_id=sid, value="bypass")):
+            with pytest.raises(RequestError) as refused:
+                await switch
+            assert refused.value.code == -32602
+            message = str(refused.value)
+            assert message.startswith("bypass is not available without a sandbox, and commands run without one "
+                                      "here: turned off in the configuration (sandbox: off).")
+            assert f"set `allow_unsandboxed_bypass: true` in {config}" in message
+        # The server goes on serving; the other modes switch as ever.
+        response = await agent.conn.set_config_option(config_id="mode", session_id=sid, value="accept-edits")
+        assert _mode_value(response.model_dump(by_alias=True)["configOptions"]) == "accept-edits"
+        assert await agent.prompt(sid, "/mode bypass") == "end_turn"
+        assert "Could not change the mode: bypass is not available without a sandbox" in agent.agent_text(sid)
+        loaded = await agent.conn.load_session(cwd=str(agent.workspace), session_id=sid, mcp_servers=[])
+        resumed = await agent.conn.resume_session(cwd=str(agent.workspace), session_id=sid)
+        forked = await agent.conn.fork_session(cwd=str(agent.workspace), session_id=sid)
+        for state in (loaded, resumed, forked):
+            dumped = state.model_dump(by_alias=True)
+            assert offered(dumped) == (WITHOUT_BYPASS, WITHOUT_BYPASS)
+            assert dumped["modes"]["currentModeId"] == "accept-edits"
+
+
+async def test_a_default_mode_of_bypass_without_a_sandbox_starts_in_default_and_says_why(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    write_config(tmp_path / "hermes-home", "sandbox: off\ndefault_mode: bypass\n")
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        created = (await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])).model_dump(by_alias=True)
+        sid = created["sessionId"]
+        assert created["modes"]["currentModeId"] == _mode_value(created["configOptions"]) == "default"
+        said = await agent.wait_for_update(sid, "agent_message_chunk")
+    assert said["content"]["text"].startswith("⚠️ This session is in `default` mode, not `bypass`: bypass is not "
+                                              "available without a sandbox")
+    assert "allow_unsandboxed_bypass: true" in said["content"]["text"]
+    assert len(agent.updates(sid, "agent_message_chunk")) == 1
+
+
+async def test_the_users_own_config_may_offer_bypass_without_a_sandbox(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
+    async with running_agent(tmp_path, fake_anthropic) as agent:
+        created = (await agent.conn.new_session(cwd=str(agent.workspace), mcp_servers=[])).model_dump(by_alias=True)
+        assert offered(created) == (list(MODES), list(MODES))
+        bypass = next(m for m in created["modes"]["availableModes"] if m["id"] == "bypass")
+        assert bypass["name"] == "Bypass (no sandbox)"
+        assert "every command runs with your rights, unasked" in bypass["description"]
+        await agent.conn.set_session_mode(session_id=created["sessionId"], mode_id="bypass")

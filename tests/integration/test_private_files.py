@@ -80,8 +80,8 @@ async def test_a_damaged_database_is_named_with_its_fix_and_doctor_repair_recove
     checked = run_cli("doctor", home=home)
     assert checked.returncode != 0 and "DAMAGED" in checked.stdout
     repaired = run_cli("doctor", "--repair", home=home)
-    assert "damaged file is kept as" in repaired.stdout, repaired.stdout + repaired.stderr
-    assert re.search(r"recovered \d+ session\(s\) and \d+ message\(s\)", repaired.stdout)  # a wiped header: 0
+    assert "damaged one, which is kept as" in repaired.stdout, repaired.stdout + repaired.stderr
+    assert re.search(r"holds [\d,]+ sessions? and [\d,]+ messages? recovered", repaired.stdout)  # a wiped header: 0
     assert "DAMAGED" not in run_cli("doctor", home=home).stdout  # (no API key is its only problem here)
     assert list(database.parent.glob("state.db.damaged-*"))  # nothing thrown away
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import EditorClient, choose, running_agent, write_config
+from tests.support.acp_harness import EditorClient, allow_bypass_here, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import asked_ids, by_call, check_tool_calls, tool_result
 
@@ -34,6 +34,7 @@ async def test_a_private_key_asks_in_every_mode_and_a_refusal_keeps_it_from_the_
     tmp_path: Path, fake_anthropic: FakeAnthropic, mode: str
 ) -> None:
     home = user_home(tmp_path)
+    allow_bypass_here(tmp_path / "hermes-home")
     fake_anthropic.script(read("~/.ssh/id_rsa", "toolu_key"), read("notes.md", "toolu_notes"), text_reply("ok"))
     client = EditorClient(policy=choose("reject_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, env={"HOME": str(home)}) as agent:

@@ -333,7 +333,7 @@ async def test_without_a_sandbox_grants_cover_only_harmless_forms_of_the_same_pr
 async def test_bypass_without_a_sandbox_refuses_hidden_catastrophes_and_asks_for_what_it_cannot_see(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
-    write_config(tmp_path / "hermes-home", "sandbox: off\n")
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
     home = tmp_path / "user-home"
     home.mkdir()
     (home / "precious.txt").write_text("keep me\n")
@@ -360,6 +360,56 @@ async def test_bypass_without_a_sandbox_refuses_hidden_catastrophes_and_asks_for
         assert "never allowed" in tool_result(fake_anthropic, call_id)[0], call_id
     assert calls["toolu_ordinary"].status == "completed" and (workspace / "seen.txt").exists()
     assert (home / "precious.txt").read_text() == "keep me\n"
+
+
+async def test_bypass_without_a_sandbox_refuses_new_spellings_and_asks_for_profiles_and_programs_without_rules(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    """``rlwrap rm -rf ~``, ``chronic …``, ``proot …`` wiped the home folder unasked, and ``truncate`` or
+    ``unlink`` of ``~/.bashrc`` ran unasked. Here the wrappers are real (each runs its arguments) and
+    first on PATH, and HOME is a folder of the test's own: a hole would empty that folder."""
+    write_config(tmp_path / "hermes-home", "sandbox: off\nallow_unsandboxed_bypass: true\n")
+    home = tmp_path / "user-home"
+    home.mkdir()
+    (home / "precious.txt").write_text("keep me\n")
+    (home / ".bashrc").write_text("export KEEP=1\n")
+    wrappers = tmp_path / "bin"
+    wrappers.mkdir()
+    for name in ("rlwrap", "chronic", "proot"):
+        (wrappers / name).write_text('#!/bin/sh\nexec "$@"\n')
+        (wrappers / name).chmod(0o755)
+    commands = {
+        "toolu_rlwrap": "rlwrap rm -rf ~",
+        "toolu_chronic": "chronic rm -rf ~",
+        "toolu_proot": "proot rm -rf ~",
+        "toolu_trap": "trap 'rm -rf ~' EXIT",
+        "toolu_find": "find . -maxdepth 0 -exec sh -c 'rm -rf ~' \\;",
+        "toolu_truncate": "truncate -s0 ~/.bashrc",
+        "toolu_unlink": "unlink ~/.bashrc",
+        "toolu_unknown": "./wrap.sh rm notes.txt",
+        "toolu_ordinary": "echo visible > seen.txt",
+    }
+    fake_anthropic.script(*(terminal(command, call_id) for call_id, command in commands.items()), text_reply("done"))
+    client = EditorClient(policy=choose("reject_once"))
+    env = {"HOME": str(home), "PATH": f"{wrappers}{os.pathsep}{os.environ['PATH']}"}
+    async with running_agent(tmp_path, fake_anthropic, client=client, env=env) as agent:
+        workspace = agent.workspace
+        (workspace / "wrap.sh").write_text('#!/bin/sh\nexec "$@"\n')
+        (workspace / "wrap.sh").chmod(0o755)
+        (workspace / "notes.txt").write_text("notes\n")
+        sid = await agent.new_session()
+        await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")
+        assert await agent.prompt(sid, "clean up") == "end_turn"
+        calls = check_tool_calls(agent, sid)
+    assert asked_ids(client) == ["toolu_truncate", "toolu_unlink", "toolu_unknown"]
+    for call_id in list(commands)[:5]:
+        assert "never allowed" in tool_result(fake_anthropic, call_id)[0], call_id
+    questions = {q["toolCall"]["toolCallId"]: q["toolCall"]["title"] for q in client.permission_requests}
+    assert "a shell profile (~/.bashrc)" in questions["toolu_truncate"] and "deletes" in questions["toolu_unlink"]
+    assert "./wrap.sh may run rm" in questions["toolu_unknown"]
+    assert (home / "precious.txt").read_text() == "keep me\n" and (home / ".bashrc").read_text() == "export KEEP=1\n"
+    assert (workspace / "notes.txt").exists()
+    assert calls["toolu_ordinary"].status == "completed" and (workspace / "seen.txt").exists()
 
 
 async def test_the_agents_own_git_never_runs_a_program_the_repository_configured(

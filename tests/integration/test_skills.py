@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from acp_hermes_memory.frames import has_tag
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent
+from tests.support.acp_harness import AgentProcess, EditorClient, allow_bypass_here, choose, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, tool_reply
 from tests.support.skills import put
 from tests.support.tool_checks import asked_ids, check_tool_calls, tool_result
@@ -159,6 +159,7 @@ async def test_every_skill_manage_action_through_the_server(tmp_path: Path, fake
         text_reply("Done."),
     )
     fake_anthropic.script_auxiliary(text_reply("Skill upkeep"))
+    allow_bypass_here(home)
     async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
         sid = await agent.new_session()
         await agent.conn.set_session_mode(session_id=sid, mode_id="bypass")

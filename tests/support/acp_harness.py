@@ -419,6 +419,15 @@ def write_config(home: Path, text: str) -> Path:
     return path
 
 
+def allow_bypass_here(home: Path) -> None:
+    """Let a test that only needs ``bypass`` have it on a machine without the OS sandbox too: there the mode is
+    offered only when the user's config allows it (``allow_unsandboxed_bypass``), so the test's config says so."""
+    from acp_hermes_tools.sandbox import detect
+
+    if not detect().available:
+        write_config(home, "allow_unsandboxed_bypass: true\n")
+
+
 @dataclass
 class RawAgent:
     """The server over raw NDJSON stdio: exact bytes in, every byte out kept, for malformed input and purity."""

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio.to_thread
 import pytest
 
+from acp_hermes.testing.request_checks import prompt_blocks
 from acp_hermes.testing.scripted_model import (
     DropConnection,
     HttpError,
@@ -40,7 +41,6 @@ from acp_hermes.testing.scripted_model import (
     ToolUseBlock,
     Usage,
     estimate_output_tokens,
-    prompt_blocks,
 )
 
 DEFAULT_WAIT = 10.0

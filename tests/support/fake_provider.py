@@ -3,7 +3,7 @@
 Each ``stream`` call takes the next scripted reply (a list of stream events, an exception to
 raise, or a callable that decides from the request). Before replying it builds the exact request
 body the real provider would send (``model.provider.request_body``) and refuses it the way the
-real API does (``testing.scripted_model.request_problem``: e.g. a ``tool_use`` without its
+real API does (``testing.request_checks.request_problem``: e.g. a ``tool_use`` without its
 ``tool_result``), so a history bug fails a unit test as it would fail in production.
 Auxiliary ``complete`` calls have their own queue.
 """
@@ -30,7 +30,7 @@ from acp_hermes.model.types import (
     ToolUseReady,
     Usage,
 )
-from acp_hermes.testing.scripted_model import request_problem
+from acp_hermes.testing.request_checks import request_problem
 
 Reply = Sequence[StreamEvent] | BaseException | Callable[[ModelRequest], "Sequence[StreamEvent] | BaseException"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes_tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
-from acp_hermes_tools.contracts import FileChange, PermissionDenied, ToolEvent, ToolServices
+from acp_hermes_tools.contracts import FileChange, JobHandle, PermissionDenied, ToolEvent, ToolServices
 from acp_hermes_tools.local_io import LocalEditor
 from acp_hermes_tools.sandbox import SessionSandbox
 
@@ -34,6 +34,7 @@ class RecordingGate:
     states: list[list[FileChange]] = field(default_factory=list)
     reads: list[list[Path]] = field(default_factory=list)
     external: list[tuple[str, str, dict[str, Any], bool]] = field(default_factory=list)
+    job_inputs: list[tuple[str, str, bool]] = field(default_factory=list)  # (job id, text, eof), outside the sandbox
 
     def _decide(self) -> None:
         if not self.allow:
@@ -61,6 +62,10 @@ class RecordingGate:
     async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
                                  read_only: bool) -> None:
         self.external.append((server, tool, dict(arguments), read_only))
+        self._decide()
+
+    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
+        self.job_inputs.append((job.job_id, text, eof))
         self._decide()
 
 

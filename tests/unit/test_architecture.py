@@ -223,11 +223,12 @@ _SIDE_EFFECT_METHODS = {"unlink", "rmdir", "rename", "write_text", "write_bytes"
 _ALLOWED = {
     "acp_hermes_tools.local_io": {*_SIDE_EFFECT_CALLS, *_SIDE_EFFECT_METHODS, "open"},
     "acp_hermes_tools.search": {"anyio.open_process", "anyio.run_process"},
-    "acp_hermes_tools.sandbox": {"subprocess.run", "shutil.rmtree"},  # bubblewrap probe; its own temp dir
+    "acp_hermes_tools.sandbox": {"subprocess.run"},  # bubblewrap probe
     "acp_hermes_tools.protected_paths": {"shutil.move"},  # what a sandboxed command planted, out of the workspace
-    "acp_hermes_tools.seccomp": {"os.unlink", "os.rmdir", "unlink", "rmdir"},  # its own filter file, at exit
-    "acp_hermes_tools.terminal": {"shutil.rmtree"},  # the log directory of an ended session's background commands
-    "acp_hermes_tools.mcp.launcher": {"os.killpg"},  # a script of its own process: ends its own group
+    # the temp directories of this process (and of dead ones: os.kill(pid, 0) asks whether one lives)
+    "acp_hermes_tools.temp_dirs": {"shutil.rmtree", "os.kill"},
+    "acp_hermes_tools.launcher": {"os.killpg", "os.kill"},  # a script of its own process: ends its own group, or itself
+    "acp_hermes_tools.process_trees": {"os.killpg", "os.kill"},  # stopping a group and what it started outside it
     # checkpoints: the store runs its own git and keeps its own files; a restore (which the user asked
     # for) writes and deletes workspace files, by directory descriptor and never through a symlink
     "acp_hermes_tools.checkpoints.git": {"subprocess.run", "subprocess.Popen"},

@@ -86,18 +86,18 @@ class Git:
     def feed(self, *args: str, chunks: Iterable[bytes]) -> bytes:
         """Run ``git args`` with ``chunks`` streamed to its stdin (nothing held whole in memory); its output."""
         process = self._start(args, stderr=subprocess.PIPE)
-        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        assert process.stdin is not None
         try:
             with contextlib.suppress(BrokenPipeError):  # git stopped early: its stderr says why
                 for chunk in chunks:
                     process.stdin.write(chunk)
-                process.stdin.close()
+            output, errors = process.communicate()  # closes stdin; reads both pipes to their end
         except BaseException:
             process.kill()
-            process.wait()
             raise
-        output, errors = process.stdout.read(), process.stderr.read()
-        if process.wait() != 0:
+        finally:
+            _close(process)
+        if process.returncode != 0:
             raise CheckpointsUnavailable(_failure(args, errors))
         return output
 
@@ -108,10 +108,7 @@ class Git:
         try:
             yield process
         finally:
-            assert process.stdin is not None and process.stdout is not None
-            process.stdin.close()
-            process.stdout.close()
-            process.wait()
+            _close(process)
 
     def _start(self, args: tuple[str, ...], *, stderr: int) -> subprocess.Popen[bytes]:
         try:
@@ -124,6 +121,15 @@ class Git:
         if not self.work_tree.is_dir():  # git runs in the workspace: its absence is what failed
             return CheckpointsUnavailable(f"the workspace {self.work_tree} is not a directory (any more)")
         return CheckpointsUnavailable(f"cannot run git ({self.executable}): {exc.strerror or exc}")
+
+
+def _close(process: subprocess.Popen[bytes]) -> None:
+    """Close every pipe to ``process`` (one git left with data unread must not fail the close) and reap it."""
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    process.wait()
 
 
 def init_repository(executable: str, git_dir: Path) -> None:

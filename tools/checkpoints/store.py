@@ -125,15 +125,34 @@ class CheckpointStore:
             groups = _grouped(every)
             gone = [group for position, group in enumerate(groups)
                     if position < len(groups) - keep or now - group[0].created_at > max_age_seconds]
-            dropped = [snapshot.ref for group in gone for snapshot in group]
-            if dropped:
-                base = self._base_tree()  # the next snapshot builds on it: a ref keeps it from being collected
-                keep_base = f"update {BASE_REF} {base}\n" if base else f"delete {BASE_REF}\n"
-                git.run("update-ref", "--stdin", stdin=(keep_base + _deletions(dropped)).encode())
-                git.run("repack", "-a", "-d", "-q")
-                git.run("prune", "--expire=now")
-                git.run("pack-refs", "--all", "--prune")
+            self._drop(git, [snapshot.ref for group in gone for snapshot in group], everything=False)
         return len(gone)
+
+    def forget(self, prefixes: Iterable[str]) -> int:
+        """Drop every checkpoint whose ref starts with one of ``prefixes`` (a deleted session's) and
+        collect what nothing holds any more, so their copies of the workspace's files leave the disk.
+        When no checkpoint is left, the index and the base tree go too: the store then holds no file of
+        the workspace. Returns how many checkpoints were dropped."""
+        prefixes = tuple(prefixes)
+        with self._locked() as git:
+            every = self._snapshots(git, PREFIX)
+            gone = [snapshot for snapshot in every if snapshot.ref.startswith(prefixes)]
+            self._drop(git, [snapshot.ref for snapshot in gone], everything=len(gone) == len(every))
+        return len(_grouped(gone))
+
+    def _drop(self, git: Git, refs: list[str], *, everything: bool) -> None:
+        """Delete ``refs``, then repack and collect what nothing holds. The tree the next snapshot builds
+        on is kept by a ref, unless ``everything`` goes (then the next snapshot starts afresh)."""
+        if not refs:
+            return
+        base = None if everything else self._base_tree()
+        if everything:
+            self._forget_base()
+        keep_base = f"update {BASE_REF} {base}\n" if base else f"delete {BASE_REF}\n"
+        git.run("update-ref", "--stdin", stdin=(keep_base + _deletions(refs)).encode())
+        git.run("repack", "-a", "-d", "-q")
+        git.run("prune", "--expire=now")
+        git.run("pack-refs", "--all", "--prune")
 
     # --- reading snapshots ----------------------------------------------------------------------
 

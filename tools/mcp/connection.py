@@ -5,7 +5,7 @@ opened them): the session spawns it, calls go through ``call()`` from the turn's
 ``stop()`` ends it — which closes the transport and, for stdio, ends the server process: the SDK
 closes its stdin, then sends ``SIGTERM`` and at last ``SIGKILL`` to its process group, so a server
 that ignores both its stdin closing and ``SIGTERM`` still ends. On Linux a stdio server runs through
-``tools/mcp/launcher.py`` (``tools.mcp.stdio``), which also kills its group whenever the agent dies.
+``tools/launcher.py`` (``tools.mcp.stdio``), which also kills its group whenever the agent dies.
 A server that does not answer within its ``connect_timeout``, fails to start, or closes the
 connection later is marked ``failed`` with a line saying why, and ``on_change`` tells the
 session so it can tell the user.

@@ -2,7 +2,7 @@
 
 The MCP SDK starts the process (``mcp.client.stdio``: a new session, stdin closed then ``SIGTERM`` then
 ``SIGKILL`` for the group when the connection ends). It offers no hook into the child before the
-server runs, so on Linux the command is wrapped in ``tools/mcp/launcher.py``, which ties the
+server runs, so on Linux the command is wrapped in ``tools/launcher.py``, which ties the
 server's process group to the agent's life (see there). The program is looked up here the way the
 SDK's spawn would (the server's ``PATH``, a relative path against its working directory), so a
 missing program still fails at once with "No such file or directory" rather than as a launcher
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-LAUNCHER = Path(__file__).with_name("launcher.py")
+from acp_hermes_tools.local_io import LAUNCHER
 
 
 def server_command(command: str, args: Sequence[str], env: Mapping[str, str],

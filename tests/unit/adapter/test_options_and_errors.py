@@ -13,7 +13,7 @@ from acp_hermes.adapter.options import available_commands_update, config_options
 from acp_hermes.config import THOUGHT_LEVELS, ConfigError, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices
 from acp_hermes.core.commands import COMMANDS, MenuEntry
-from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
+from acp_hermes.core.errors import InvalidInput, ModeUnavailable, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.session_db import SessionDBCorrupt
 from tests.support.schema_check import default_schema
@@ -79,6 +79,24 @@ def test_legacy_modes_agree_with_the_mode_option(mode: Mode) -> None:
     assert {m["id"] for m in modes["availableModes"]} == {m.value for m in Mode}
 
 
+def test_where_bypass_is_not_offered_neither_list_names_it() -> None:
+    withheld = SessionChoices(Mode.DEFAULT, "m", "off", unsandboxed=True, no_bypass="bypass is not available: …")
+    offered = [m["id"] for m in session_modes(withheld)["availableModes"]]
+    option = by_id(config_options(withheld, Settings()))[MODE_OPTION]
+    assert offered == [o["value"] for o in option["options"]] == ["default", "accept-edits", "plan"]
+    answer = {"sessionId": "s1", "modes": session_modes(withheld), "configOptions": [option]}
+    assert default_schema().problems("NewSessionResponse", answer) == []
+
+
+def test_bypass_without_a_sandbox_says_what_it_means_in_the_picker() -> None:
+    allowed = SessionChoices(Mode.BYPASS, "m", "off", unsandboxed=True)
+    bypass = next(m for m in session_modes(allowed)["availableModes"] if m["id"] == "bypass")
+    assert bypass["name"] == "Bypass (no sandbox)"
+    assert "every command runs with your rights, unasked" in bypass["description"]
+    sandboxed = next(m for m in session_modes(choices(Mode.BYPASS))["availableModes"] if m["id"] == "bypass")
+    assert sandboxed["name"] == "Bypass"
+
+
 MENU = [MenuEntry(c.name, c.description, c.hint) for c in COMMANDS.values()]
 SKILL = MenuEntry("deploy-docs", "Skill: publish the docs site", "what to do with this skill")
 
@@ -124,6 +142,8 @@ ERRORS: list[tuple[Exception, int, str, dict[str, Any]]] = [
      {"sessionId": "s1", "details": "disk full"}),
     (InvalidInput("cwd: must be absolute"), -32602, "Invalid params", {"details": "cwd: must be absolute"}),
     (NarrowerInvalid("subclass"), -32602, "Invalid params", {"details": "subclass"}),
+    (ModeUnavailable("bypass is not available: no sandbox"), -32602, "bypass is not available: no sandbox",
+     {"details": "bypass is not available: no sandbox"}),  # the reason is the message editors show
     (ConfigError("config.yaml: bad key"), -32603, "acp-hermes configuration error: config.yaml: bad key",
      {"details": "acp-hermes configuration error: config.yaml: bad key"}),
     (AuthRequired("no API key", [{"id": "k", "name": "Key"}]), -32000, "Authentication required",

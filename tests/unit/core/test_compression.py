@@ -32,7 +32,7 @@ from acp_hermes.core.history import INTERRUPTED
 from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.provider import request_body
 from acp_hermes.model.types import ModelRequest
-from acp_hermes.testing.scripted_model import request_problem
+from acp_hermes.testing.request_checks import request_problem
 from tests.support.wire import typed
 
 _ids = itertools.count()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
-from acp_hermes.core.events import AgentText, UsageReported
+from acp_hermes.core.events import AgentText, ToolCallStarted, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
 from acp_hermes.core.session import Session
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
@@ -150,6 +152,44 @@ async def test_cancel_stops_a_running_turn(env: Env) -> None:
     env.provider.gate = None
     env.provider.script(text("back"))
     assert await ask(session, "again") == "end_turn"  # a cancel stops only the turns before it
+
+
+async def test_a_cancel_while_the_turn_is_prepared_stops_it_before_the_model_is_asked(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel (or the editor quitting, which closes the session) that comes before the turn's loop has
+    begun — its prompt converted on a thread, say — is not lost: the model's answer is never read and
+    the write it asks for, which accept-edits would make unasked, never happens."""
+    from acp_hermes.core import attachments
+
+    converting, release = threading.Event(), threading.Event()
+    convert = attachments.convert_prompt
+
+    def held(parts: Any, cwd: Path) -> Any:
+        converting.set()
+        release.wait(10)
+        return convert(parts, cwd)
+
+    monkeypatch.setattr(attachments, "convert_prompt", held)
+    env.provider.script(tool_call("write_file", {"path": "ran", "content": "x"}), text("done"))
+    session = await env.manager().create(env.cwd, ())
+    session.set_choice("mode", "accept-edits")
+    outcome: list[str] = []
+
+    async def run() -> None:
+        outcome.append(await ask(session, "run it"))
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            with anyio.fail_after(10):
+                await anyio.to_thread.run_sync(converting.wait)
+            session.cancel()
+            release.set()
+    finally:
+        release.set()
+    assert outcome == ["cancelled"]
+    assert not [e for e in env.log.events if isinstance(e, ToolCallStarted)] and not (env.cwd / "ran").exists()
 
 
 async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:

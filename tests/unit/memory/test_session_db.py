@@ -18,17 +18,16 @@ import pytest
 
 from acp_hermes_memory.fts_query import CJK_GLOB, is_cjk_char, sanitize_fts_query, trigram_query
 from acp_hermes_memory.session_db import (
-    RANK_WINDOW,
-    SCHEMA_VERSION,
     SNIPPET_CLOSE,
     SNIPPET_OPEN,
     NewMessage,
-    SearchSupport,
     SessionDB,
     SessionExists,
     SessionNotFound,
     SubagentTotals,
 )
+from acp_hermes_memory.session_db.search import RANK_WINDOW
+from acp_hermes_memory.session_schema import SCHEMA_VERSION, SearchSupport
 from tests.support import REPO_ROOT
 
 

@@ -91,7 +91,7 @@ def test_ordinary_skills_are_listed_and_the_scan_is_not_repeated(
     store = store_for(tmp_path, project_skills)
     assert [info.qualified_name for info in store.skills()] == ["release-notes", "ops/v1.2_deploy"]
     scans: list[str] = []
-    monkeypatch.setattr("acp_hermes_memory.skills.scan", lambda text, scope: scans.append(text) or [])
+    monkeypatch.setattr("acp_hermes_memory.skills.index.scan", lambda text, scope: scans.append(text) or [])
     store._dirty = True  # force a rebuild: parsed entries whose SKILL.md did not change are reused
     assert len(store.skills()) == 2 and scans == []
 

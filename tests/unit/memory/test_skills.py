@@ -19,8 +19,8 @@ from acp_hermes_memory.skills import (
     SkillError,
     SkillStore,
     SkillThreatError,
-    _quick_fields,
 )
+from acp_hermes_memory.skills.frontmatter import quick_fields
 from tests.support.skills import put
 
 HERMES_SKILL = """\
@@ -263,7 +263,7 @@ def test_the_index_follows_the_store_s_own_writes(root: Path, store: SkillStore)
     ],
 )
 def test_the_quick_frontmatter_reader_agrees_with_yaml(block: str) -> None:
-    quick = _quick_fields(block)
+    quick = quick_fields(block)
     if quick is None:
         return  # left to PyYAML
     loaded = yaml.safe_load(block)
@@ -271,7 +271,7 @@ def test_the_quick_frontmatter_reader_agrees_with_yaml(block: str) -> None:
 
 
 def test_the_quick_reader_takes_the_common_forms_itself() -> None:
-    assert _quick_fields(HERMES_SKILL.split("---\n")[1]) == {
+    assert quick_fields(HERMES_SKILL.split("---\n")[1]) == {
         "description": "Open, review and merge GitHub pull requests with gh: branches, checklist, merge rules.",
         "platforms": ["linux", "macos", "windows"],
     }

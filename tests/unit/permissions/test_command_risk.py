@@ -790,3 +790,207 @@ def test_network_use_is_recognised_for_the_sandbox(command: str, network: bool) 
 def test_writes_outside_the_workspace_are_named() -> None:
     risk = assess_command("cp build/app /home/dev/bin/app && cat x > /tmp/ok", home=HOME, roots=ROOTS)
     assert risk.outside_writes == ("/home/dev/bin/app",)
+
+
+# -- round three: new spellings, writes behind other names, programs without rules -------------
+
+# Each a way to run ``rm -rf ~`` that was rated normal (or only dangerous) before: wrappers the rules
+# did not know, commands a runner or ``find -exec`` runs through wrappers and shells of their own,
+# builtins that run a string later, and programs with no rules given another program's name.
+NEW_CATASTROPHIC_SPELLINGS = [
+    "rlwrap rm -rf ~",
+    "rlwrap -a -H /tmp/h rm -rf ~",
+    "rlwrap -z 'rm -rf ~' cat",
+    "chronic rm -rf ~",
+    "chronic -ev rm -rf ~",
+    "ifne rm -rf ~",
+    "proot rm -rf ~",
+    "proot -0 -r / -b /tmp rm -rf ~",
+    "proot -q 'rm -rf ~' ls",
+    "run0 rm -rf ~",
+    "run0 -u root --chdir / rm -rf ~",
+    "fakechroot rm -rf ~",
+    "faketime '2020-01-01' rm -rf ~",
+    "setarch x86_64 -R rm -rf ~",
+    "linux32 rm -rf ~",
+    "lckdo /tmp/lock rm -rf ~",
+    "setlock /tmp/lock rm -rf ~",
+    "envdir ./env rm -rf ~",
+    "setuidgid dev rm -rf ~",
+    "softlimit -m 1000000 rm -rf ~",
+    "chpst -u dev rm -rf ~",
+    "gosu dev rm -rf ~",
+    "su-exec dev rm -rf ~",
+    "tini -- rm -rf ~",
+    "dumb-init rm -rf ~",
+    "ccache rm -rf ~",
+    "nq rm -rf ~",
+    "tsp -L job rm -rf ~",
+    "dtach -n /tmp/s rm -rf ~",
+    "abduco -n s rm -rf ~",
+    "systemd-inhibit --why=x rm -rf ~",
+    "dbus-launch rm -rf ~",
+    "sshpass -p pw rm -rf ~",
+    "nocache -n 2 rm -rf ~",
+    "sem -j2 rm -rf ~",
+    "coproc rm -rf ~",
+    "trap 'rm -rf ~' EXIT",
+    "alias ll='rm -rf ~'",
+    "direnv exec . rm -rf ~",
+    "rustup run stable rm -rf ~",
+    "pyenv exec rm -rf ~",
+    "asdf exec rm -rf ~",
+    "opam exec -- rm -rf ~",
+    "nix develop -c rm -rf ~",
+    "podman unshare rm -rf ~",
+    "ssh localhost rm -rf ~",
+    "ssh -o ProxyCommand='rm -rf ~' host",
+    "rsync -e 'sh -c \"rm -rf ~\"' a host:b",
+    # what a runner, find or fd runs is looked through like a line of its own
+    "uv run bash -c 'rm -rf ~'",
+    "uv run sudo rm -rf ~",
+    "npx env rm -rf ~",
+    "find . -exec sh -c 'rm -rf ~' \\;",
+    "find . -exec sudo rm -rf ~ \\;",
+    "fd -x nice rm -rf ~",
+    "git bisect run nice rm -rf ~",
+    # programs with no rules, given another program's name
+    "somewrapper rm -rf ~",
+    "bwrap --bind / / rm -rf ~",
+    "hyperfine 'rm -rf ~'",
+    "nodemon --exec 'rm -rf ~'",
+    "nix-shell --run 'rm -rf ~'",
+    "mpirun -np 2 rm -rf ~",
+    "xterm -e rm -rf ~",
+]
+
+
+@pytest.mark.parametrize("command", NEW_CATASTROPHIC_SPELLINGS)
+def test_new_spellings_of_a_catastrophe_are_seen(command: str) -> None:
+    risk = assess_command(command, home=HOME, roots=[PROJECT])
+    assert risk.level == "catastrophic", risk
+    assert "recursive delete of the home directory" in risk.reasons
+
+
+PROFILE_WRITES = [
+    ("truncate -s0 ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("truncate --size=0 ~/.zshrc", "overwrites a shell profile (~/.zshrc)"),
+    ("unlink ~/.bashrc", "deletes a shell profile (~/.bashrc)"),
+    ("rm ~/.bashrc", "deletes a shell profile (~/.bashrc)"),
+    ("rm -f ~/.profile", "deletes a shell profile (~/.profile)"),
+    ("shred -u ~/.bashrc", "deletes a shell profile (~/.bashrc)"),
+    ("mv ~/.bashrc /tmp/x", "deletes a shell profile (~/.bashrc)"),
+    ("ln -sf /tmp/evil ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("install -m 644 evil ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("dd if=evil of=/home/dev/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("rsync evil ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("sponge ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("gawk -i inplace '{print}' ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("time -o ~/.bashrc ls", "overwrites a shell profile (~/.bashrc)"),
+    ("strace -fo ~/.bashrc ls", "overwrites a shell profile (~/.bashrc)"),
+    ("ltrace --output ~/.bashrc ls", "overwrites a shell profile (~/.bashrc)"),
+    ("valgrind --log-file=/home/dev/.bashrc ls", "overwrites a shell profile (~/.bashrc)"),
+    ("script -q ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("script -c ls ~/.bashrc", "overwrites a shell profile (~/.bashrc)"),
+    ("rlwrap -l ~/.bashrc cat", "overwrites a shell profile (~/.bashrc)"),
+    ("unlink /home/dev/project/.envrc", "deletes /home/dev/project/.envrc"),
+    ("rm ~/notes.txt", "deletes outside the workspace (/home/dev/notes.txt)"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), PROFILE_WRITES)
+def test_writes_and_deletes_of_sensitive_paths_by_any_program_are_seen(command: str, reason: str) -> None:
+    risk = assess_command(command, home=HOME, roots=[Path("/home/dev/project")])
+    assert risk.level == "dangerous", risk
+    assert any(found.startswith(reason) for found in risk.reasons), risk.reasons
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("xargs -a ~/.ssh/id_rsa echo", "reads /home/dev/.ssh/id_rsa"),  # a wrapper's option names a secret
+        ("export PATH=/tmp/evil:$PATH; ls", "sets PATH"),
+        ("declare -x LD_PRELOAD=/tmp/evil.so; ls", "sets LD_PRELOAD"),
+        ("export HOME=.; git status", "sets HOME"),
+        ("ssh -o ProxyCommand='nc %h %p' host", "ssh -o ProxyCommand runs a program here"),
+        ("scp -S ./evil a host:b", "scp -S runs a program"),
+    ],
+)
+def test_what_runs_or_reads_through_options_and_declarations_is_seen(command: str, reason: str) -> None:
+    risk = assess_command(command, home=HOME, roots=[PROJECT])
+    assert risk.level == "dangerous" and any(found.startswith(reason) for found in risk.reasons), risk
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "truncate -s 0 build/log.txt", "unlink old.txt", "rm -f a.o b.o", "rm -f /tmp/scratch-file",
+        "mv old.txt new.txt", "rsync -a src/ dest/", "gawk -i inplace '{print}' notes.txt", "time -o t.txt make",
+        "strace -o trace.txt ls", "script -q session.log", "sponge sorted.txt", "trap - EXIT", "alias ll='ls -l'",
+        "export LANG=C", "ssh host uptime", "script -qc make /dev/null", "echo x | tee /dev/null",
+        "rsync -e 'ssh -p 2222' -a src/ host:dest/",
+    ],
+)
+def test_the_same_programs_in_the_workspace_stay_normal(command: str) -> None:
+    assert level(command) == "normal", assess_command(command, home=HOME, roots=[PROJECT])
+
+
+EVERYDAY = [
+    "git log", "git log --oneline -5", "git status", "pytest -k rm", "pytest -k 'rm or mv'", "grep rm file",
+    "grep -rn sudo src", "rg 'bash -c' .", "echo rm", "echo rm -rf ~", "printf '%s\\n' rm", "man rm", "which rm",
+    "type rm", "whereis python3", "pgrep python", "ls -la", "cat README.md", "make test", "make install",
+    "npm run build", "npm install react", "cargo test", "go test ./...", "python manage.py test",
+    "./manage.py test", "./scripts/run.sh build", "docker run --rm alpine ls", "kubectl get pods",
+    "bat -l sh script.sh", "jq .name package.json", "sort -u names.txt", "diff a b", "tar czf out.tgz src",
+    "code --diff a b", "apt-cache policy curl", "dpkg -L bash", "ldd /bin/ls", "pv -q big.log",
+]
+
+
+@pytest.mark.parametrize("command", EVERYDAY)
+def test_everyday_commands_are_neither_opaque_nor_risky(command: str) -> None:
+    risk = assess_command(command, home=HOME, roots=[PROJECT])
+    assert (risk.level, risk.opaque) == ("normal", ()), risk
+
+
+@pytest.mark.parametrize(
+    ("command", "opaque"),
+    [
+        ("./wrap.sh rm notes.txt", "./wrap.sh may run rm"),
+        ("./x.sh install", "./x.sh may run install"),
+        ("mytool python3 script.py", "mytool may run python3"),
+        ("mytool 'git push --force'", "mytool may run git"),
+        ("ssh host ls", "runs a command on another machine (ssh)"),
+    ],
+)
+def test_a_program_without_rules_given_another_programs_name_is_opaque(command: str, opaque: str) -> None:
+    risk = assess_command(command, home=HOME, roots=[PROJECT])
+    assert any(reason.startswith(opaque) for reason in risk.opaque), risk
+
+
+def test_what_a_program_without_rules_may_run_is_judged_as_if_it_ran() -> None:
+    force = assess_command("mytool git push --force", home=HOME, roots=[PROJECT])
+    assert force.level == "dangerous" and "force push" in force.reasons
+    assert assess_command("mytool echo hi", home=HOME, roots=[PROJECT]).opaque == ()  # harmless if it runs it
+
+
+def test_programs_the_read_only_rules_trust_are_never_taken_for_wrappers() -> None:
+    """The programs ``read_only`` lets run with any words take program names as data, not as commands."""
+    from acp_hermes.permissions.read_only import _ANY_ARGUMENTS
+
+    opaque = {name: risk.opaque for name in _ANY_ARGUMENTS - {"arch"}
+              if (risk := assess_command(f"{name} rm python3", home=HOME, roots=[PROJECT])).opaque}
+    assert opaque == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "keys"),
+    [
+        ("chronic make test", ("make test",)),  # looked through, like nohup
+        ("time -o times.txt make", ("make", ">")),  # a wrapper's output file is a write, like a redirection
+        ("strace -o trace.txt ls", ("ls", ">")),
+        ("export FOO=1; make", None),  # an assignment, whichever way it is spelled
+        ("trap 'rm build.lock' EXIT", ("rm",)),  # what it runs later is keyed like what runs now
+    ],
+)
+def test_grant_keys_of_the_new_spellings(command: str, keys: tuple[str, ...] | None) -> None:
+    assert command_keys(command) == keys

@@ -162,6 +162,17 @@ def test_bypass_without_a_sandbox_asks_for_what_the_analysis_cannot_see(command:
     "valgrind --tool=none rm -rf ~",
     "systemd-run --user rm -rf ~",
     "echo 'rm -rf ~' | sh",
+    # round three: wrappers the rules did not know, runners that hid a shell, programs without rules
+    "rlwrap rm -rf ~",
+    "chronic rm -rf ~",
+    "proot rm -rf ~",
+    "run0 rm -rf ~",
+    "ifne rm -rf ~",
+    "trap 'rm -rf ~' EXIT",
+    "uv run bash -c 'rm -rf ~'",
+    "find . -exec sh -c 'rm -rf ~' \\;",
+    "ssh localhost rm -rf ~",
+    "somewrapper rm -rf ~",
 ])
 @pytest.mark.parametrize("sandbox", [True, False])
 def test_catastrophic_commands_are_refused_behind_any_wrapper(command: str, sandbox: bool) -> None:
@@ -175,3 +186,26 @@ def test_a_question_no_grant_may_answer_for_good_says_why(sandbox: bool) -> None
     assert found.reasons == ("`--pre` is not among the options of rg a remembered grant may cover",)
     assigned = verdict("HOME=. git status", Mode.DEFAULT, sandbox=sandbox)
     assert any("sets HOME" in reason for reason in assigned.reasons) and assigned.offer is None
+
+
+@pytest.mark.parametrize("command", ["truncate -s0 ~/.bashrc", "unlink ~/.bashrc", "rm ~/.zshrc",
+                                     "time -o ~/.profile ls"])
+@pytest.mark.parametrize("sandbox", [True, False])
+def test_writes_to_profiles_by_any_program_ask_in_bypass_and_are_never_granted(command: str, sandbox: bool) -> None:
+    found = verdict(command, Mode.BYPASS, sandbox=sandbox)
+    assert found.outcome == "ask" and found.offer is None, found
+    assert any("shell profile" in reason for reason in found.reasons)
+
+
+def test_bypass_without_a_sandbox_asks_before_a_program_without_rules_runs_another() -> None:
+    found = verdict("./wrap.sh rm notes.txt", Mode.BYPASS, sandbox=False)
+    assert found.outcome == "ask"
+    assert found.reasons == ("runs what acp-hermes cannot see in full (./wrap.sh may run rm, and acp-hermes has no "
+                             "rules for it)",)
+    assert verdict("./wrap.sh rm notes.txt", Mode.BYPASS).outcome == "allow"  # the sandbox holds it
+
+
+@pytest.mark.parametrize("command", ["git log", "pytest -k rm", "grep rm file", "echo rm", "man rm",
+                                     "./manage.py test", "npm run build", "make test"])
+def test_bypass_without_a_sandbox_runs_everyday_commands_unasked(command: str) -> None:
+    assert verdict(command, Mode.BYPASS, sandbox=False).outcome == "allow"

@@ -11,6 +11,7 @@ import anyio
 import pytest
 from anthropic import AsyncAnthropic, AsyncStream
 
+from acp_hermes.testing.request_checks import estimate_input_tokens, estimate_tokens, prompt_blocks
 from acp_hermes.testing.scripted_model import (
     MessageReply,
     ModelRequest,
@@ -20,9 +21,6 @@ from acp_hermes.testing.scripted_model import (
     ThinkingBlock,
     ToolUseBlock,
     Usage,
-    estimate_input_tokens,
-    estimate_tokens,
-    prompt_blocks,
     split_evenly,
     stream_events,
 )

@@ -28,7 +28,11 @@ from acp_hermes_tools.checkpoints import (
 from acp_hermes_tools.checkpoints.journal import JOURNAL_NAME
 from acp_hermes_tools.checkpoints.workspace import TEMP_PREFIX
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+    # A pipe to git left open is a ResourceWarning when it is collected, reported as "unraisable".
+    pytest.mark.filterwarnings("error::ResourceWarning", "error::pytest.PytestUnraisableExceptionWarning"),
+]
 REF = "refs/checkpoints/session"
 
 
@@ -346,11 +350,10 @@ def test_recover_finishes_a_restore_that_was_killed_half_way(workspace: Path, tm
     plan = undo(store, before.commit, after.commit)
     arguments = [word for path, state in sorted(plan.items()) for word in (path, state.blob or "")]
 
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_RESTORE, str(tmp_path / "home"), str(workspace),
-                              *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert child.stdout is not None and child.stdout.readline() == b"half\n"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait()
+    with subprocess.Popen([sys.executable, "-c", _KILLED_RESTORE, str(tmp_path / "home"), str(workspace),
+                           *arguments], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as child:
+        assert child.stdout is not None and child.stdout.readline() == b"half\n"
+        os.kill(child.pid, signal.SIGKILL)
 
     assert (store.directory / JOURNAL_NAME).exists()
     contents = [(workspace / name).read_text() for name in names]
@@ -387,6 +390,52 @@ def test_prune_drops_snapshots_by_count_and_age_and_collects_their_objects(works
     states = store.states(snapshot.commit, ["src/app.py", "src/util.py", "README.md"])
     assert store.read(states["src/app.py"].blob or "") == b"version 5\n"
     assert store.read(states["src/util.py"].blob or "") == b"after the prune\n" and states["README.md"] != ABSENT
+
+
+def read_app(store: CheckpointStore, commit: str) -> bytes:
+    return store.read(store.states(commit, ["src/app.py"])["src/app.py"].blob or "")
+
+
+def test_forget_drops_one_sessions_checkpoints_and_their_copies_of_the_files(workspace: Path, tmp_path: Path) -> None:
+    store = store_for(tmp_path)
+    put(workspace / "src" / "app.py", "the deleted session's secret\n")
+    doomed = store.snapshot("refs/checkpoints/doomed/0001", {})
+    store.snapshot("refs/checkpoints/doomed/0001-end", {})
+    secret = store.states(doomed.commit, ["src/app.py"])["src/app.py"].blob or ""
+    put(workspace / "src" / "app.py", "the kept session's version\n")
+    kept = store.snapshot("refs/checkpoints/doomed-not/0001", {})  # a prefix of its name: not the same session
+    store.snapshot("refs/checkpoints/doomed/0002", {})
+
+    assert store.forget(["refs/checkpoints/doomed/"]) == 2
+    assert [s.ref for s in store.snapshots()] == ["refs/checkpoints/doomed-not/0001"]
+    with pytest.raises(CheckpointsUnavailable):
+        store.read(secret)  # collected: the copy left the disk with the ref
+    assert read_app(store, kept.commit) == b"the kept session's version\n"
+    assert store.forget(["refs/checkpoints/doomed/"]) == 0
+
+    assert store.forget(["refs/checkpoints/doomed-not/"]) == 1
+    assert store.snapshots() == [] and store.problem() is None
+    assert not (store.directory / "index").exists() and not (store.directory / "base").exists()
+    objects = subprocess.run(["git", "--git-dir", str(store.directory / "git"), "count-objects", "-v"],
+                             capture_output=True, text=True, check=True).stdout
+    assert "count: 0" in objects and "in-pack: 0" in objects, objects  # no file of the workspace is left
+    after = store.snapshot(f"{REF}/0001", {})  # and the next snapshot starts afresh
+    assert read_app(store, after.commit) == b"the kept session's version\n"
+
+
+def test_everything_in_a_store_is_the_users_alone_whatever_the_umask(workspace: Path, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        store = store_for(tmp_path)
+        store.snapshot(f"{REF}/0001", {"prompt": "a"})
+        put(workspace / "src" / "app.py", "changed\n")
+        store.snapshot(f"{REF}/0001-end", {})
+    finally:
+        os.umask(old)
+    found = [store.directory, *store.directory.rglob("*")]
+    assert len(found) > 10 and all(stat.S_IMODE(path.stat().st_mode) & 0o077 == 0 for path in found)
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found if path.is_dir()} == {0o700}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found if path.is_file()} <= {0o600, 0o400}
 
 
 def test_size_bytes_counts_what_the_store_takes_on_disk(workspace: Path, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -260,6 +261,52 @@ async def test_a_state_grant_is_not_an_edit_grant(tmp_path: Path) -> None:
     with pytest.raises(PermissionDenied):
         await ctx.write_text(path, "x")
     assert not path.exists()
+
+
+# -- background jobs: judged where they run ---------------------------------------------------------------
+
+
+@dataclass
+class FakeJob:
+    job_id: str
+    sandboxed: bool
+    command: str = "sh"
+    session_id: str = "session-test"
+    cwd: Path = Path("/w")
+    process: Any = field(default_factory=lambda: SimpleNamespace(pid=4242))
+
+
+@pytest.mark.anyio
+async def test_a_job_remembers_whether_its_command_was_permitted_into_the_sandbox(tmp_path: Path) -> None:
+    ctx, _ = context(tmp_path, PermitGate(permit=CommandPermit(sandboxed=True)), FakeSandbox())
+    await ctx.authorize_command("make watch", ctx.cwd)
+    assert ctx.runs_sandboxed("make watch")
+    outside, _ = context(tmp_path)
+    await outside.authorize_command("make watch", outside.cwd)
+    assert not outside.runs_sandboxed("make watch")
+    with pytest.raises(PermissionDenied, match="was not authorized"):
+        outside.runs_sandboxed("make other")
+
+
+@pytest.mark.anyio
+async def test_a_write_to_a_job_is_asked_where_the_job_runs(tmp_path: Path) -> None:
+    gate = RecordingGate()
+    ctx, _ = context(tmp_path, gate)
+    await ctx.authorize_job(FakeJob("job-1", sandboxed=True), "write", "ls\n")  # as its command fed the input
+    assert gate.commands == [("sh <<'EOF'\nls\nEOF", Path("/w"))] and gate.job_inputs == []
+    await ctx.authorize_job(FakeJob("job-2", sandboxed=False), "write", "ls\n", eof=True)  # as input outside
+    assert gate.job_inputs == [("job-2", "ls\n", True)] and len(gate.commands) == 1
+    await ctx.authorize_job(FakeJob("job-2", sandboxed=False), "kill")  # stopping is asked as kill either way
+    assert gate.commands[-1][0] == "kill -TERM -- -4242"
+
+
+@pytest.mark.anyio
+async def test_a_write_allowed_without_its_end_of_input_may_not_close_the_jobs_stdin(tmp_path: Path) -> None:
+    ctx, _ = context(tmp_path)
+    job = FakeJob("job-1", sandboxed=False)
+    await ctx.authorize_job(job, "write", "ls\n")
+    with pytest.raises(PermissionDenied, match="writing to job-1 was not authorized"):
+        await ctx.write_job(job, "ls\n", eof=True)
 
 
 # -- what the call shares with its session ---------------------------------------------------------------

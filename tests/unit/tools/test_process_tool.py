@@ -175,7 +175,8 @@ async def test_poll_returns_only_new_output_and_wait_returns_the_end(tmp_path: P
         assert done.text.startswith("job-1 exited with code 3 after ") and done.text.endswith("New output:\ngot x")
         assert done.raw_output["status"] == "exited" and done.raw_output["exit_code"] == 3
         assert (await call(ctx, "process", action="poll", job_id="job-1")).text.endswith("No new output.")
-        assert [command for command, _ in gate.commands][1:] == [job_command_line(job, "write", "x\n")]
+        # The job runs outside the sandbox: its input is asked as such, not as a command line.
+        assert len(gate.commands) == 1 and gate.job_inputs == [("job-1", "x\n", False)]
 
 
 async def test_the_list_shows_each_job_its_pid_command_status_and_runtime(tmp_path: Path) -> None:
@@ -354,7 +355,7 @@ async def test_write_needs_a_job_started_with_stdin_and_input(tmp_path: Path) ->
         assert closed.ok and closed.text.startswith("Sent 0 bytes to job-2's stdin and closed its stdin.")
         again = await call(ctx, "process", action="write", job_id="job-2", input="x\n")
         assert not again.ok and "stdin was closed" in again.text
-        assert len(gate.commands) == 3  # two starts and the eof: the refusals asked nothing
+        assert len(gate.commands) == 2 and gate.job_inputs == [("job-2", "", True)]  # the refusals asked nothing
 
 
 async def test_stdin_is_for_background_commands_only(tmp_path: Path) -> None:
