@@ -18,7 +18,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -108,72 +108,81 @@ def _canonical(block: Block) -> dict[str, Any]:
 
 
 def block_from_wire(data: dict[str, Any]) -> Block:
-    """A block of the Messages API (streamed, or read back from a stored payload) in the core's terms."""
-    block = _typed(data)
-    if isinstance(block, (ServerToolResult, Other)):
-        return block
-    raw = data if block.raw is None else block.raw
-    if _same(_canonical(block), raw):  # the fields rebuild it exactly: the dict is not worth keeping
-        return block if block.raw is None else _with_raw(block, None)
-    return _with_raw(block, raw)
+    """A block of the Messages API (streamed, or read back from a stored payload) in the core's terms.
 
-
-def _same(made: Any, given: Any) -> bool:
-    """Equal down to the order of keys and the type of each value (what the JSON bytes show)."""
-    if isinstance(made, dict):
-        return (isinstance(given, dict) and list(made) == list(given)
-                and all(_same(item, given[key]) for key, item in made.items()))
-    if isinstance(made, list):
-        return (isinstance(given, list) and len(made) == len(given)
-                and all(_same(a, b) for a, b in zip(made, given, strict=True)))
-    return type(made) is type(given) and made == given
-
-
-def _typed(data: dict[str, Any]) -> Block:
-    kind = str(data.get("type"))
-    if kind == "text":
-        return Text(str(data.get("text") or ""))
-    if kind in ("thinking", "redacted_thinking"):
-        if kind == "redacted_thinking":
-            return Thinking(str(data.get("data") or ""), redacted=True)
-        return Thinking(str(data.get("thinking") or ""), str(data.get("signature") or ""))
-    if kind in ("tool_use", "server_tool_use"):
-        arguments = data.get("input")
-        valid = arguments if isinstance(arguments, dict) else {}
-        made = ToolUse if kind == "tool_use" else ServerToolUse
-        # Input that is not an object would be refused by the API: it goes as {} (in the same place).
-        return made(str(data.get("id")), str(data.get("name")), valid,
-                    None if isinstance(arguments, dict) else {**data, "input": {}})
-    if kind == "tool_result":
-        content = data.get("content")
-        inner: str | tuple[Block, ...] = (blocks_from_wire(content) if isinstance(content, list)
-                                          else content if isinstance(content, str) else str(content or ""))
-        return ToolResult(str(data.get("tool_use_id")), inner, bool(data.get("is_error")))
-    if kind == "image":
-        source = data.get("source")
-        if isinstance(source, dict) and source.get("type") == "url":
-            return Image(url=str(source.get("url") or ""))
-        if isinstance(source, dict) and source.get("type") == "base64":
-            return Image(str(source.get("media_type") or ""), str(source.get("data") or ""))
-    if kind.endswith("_tool_result"):  # web_search_tool_result, web_fetch_tool_result
+    It keeps ``data`` as its ``raw`` unless its own fields write it again exactly (the same keys in the
+    same order, values of the same types): one written the API's way by the agent comes back equal to
+    the block it was written from."""
+    kind = data.get("type")
+    reader = _READERS.get(kind) if isinstance(kind, str) else None
+    if reader is not None:
+        return reader(data)
+    if isinstance(kind, str) and kind.endswith("_tool_result"):  # web_search_tool_result, web_fetch_tool_result
         return _server_result(data, kind.removesuffix("_tool_result"))
     return Other(data)
 
 
-def _with_raw(block: Block, raw: dict[str, Any] | None) -> Block:
-    if isinstance(block, Text):
-        return Text(block.text, raw)
-    if isinstance(block, Thinking):
-        return Thinking(block.text, block.signature, block.redacted, raw)
-    if isinstance(block, ToolUse):
-        return ToolUse(block.id, block.name, block.input, raw)
-    if isinstance(block, ToolResult):
-        return ToolResult(block.tool_use_id, block.content, block.is_error, raw)
-    if isinstance(block, Image):
-        return Image(block.media_type, block.data, block.url, raw)
-    if isinstance(block, ServerToolUse):
-        return ServerToolUse(block.id, block.name, block.input, raw)
-    return block
+def _text(data: dict[str, Any]) -> Block:
+    text = data.get("text")
+    if isinstance(text, str) and tuple(data) == ("type", "text"):
+        return Text(text)
+    return Text(str(text or ""), data)  # citations, another order: kept as they came
+
+
+def _thinking(data: dict[str, Any]) -> Block:
+    text, signature = data.get("thinking"), data.get("signature")
+    if isinstance(text, str) and isinstance(signature, str) and tuple(data) == ("type", "thinking", "signature"):
+        return Thinking(text, signature)
+    return Thinking(str(text or ""), str(signature or ""), raw=data)
+
+
+def _redacted(data: dict[str, Any]) -> Block:
+    text = data.get("data")
+    if isinstance(text, str) and tuple(data) == ("type", "data"):
+        return Thinking(text, redacted=True)
+    return Thinking(str(text or ""), redacted=True, raw=data)
+
+
+def _call(data: dict[str, Any]) -> Block:
+    made = ToolUse if data.get("type") == "tool_use" else ServerToolUse
+    call_id, name, arguments = data.get("id"), data.get("name"), data.get("input")
+    if not isinstance(arguments, dict):  # the API would refuse it: it goes as {} (in the same place)
+        return made(str(call_id), str(name), {}, {**data, "input": {}})
+    if isinstance(call_id, str) and isinstance(name, str) and tuple(data) == ("type", "id", "name", "input"):
+        return made(call_id, name, arguments)
+    return made(str(call_id), str(name), arguments, data)
+
+
+def _result(data: dict[str, Any]) -> Block:
+    call_id, content, is_error = data.get("tool_use_id"), data.get("content"), data.get("is_error")
+    if isinstance(content, str) and isinstance(call_id, str):
+        keys = tuple(data)
+        if keys == ("type", "tool_use_id", "content"):
+            return ToolResult(call_id, content)
+        if keys == ("type", "tool_use_id", "content", "is_error") and is_error is True:
+            return ToolResult(call_id, content, True)
+    inner: str | tuple[Block, ...] = (blocks_from_wire(content) if isinstance(content, list)
+                                      else content if isinstance(content, str) else str(content or ""))
+    return ToolResult(str(call_id), inner, bool(is_error), data)
+
+
+def _image(data: dict[str, Any]) -> Block:
+    source = data.get("source")
+    if not isinstance(source, dict) or tuple(data) != ("type", "source"):
+        return Other(data)
+    keys = tuple(source)
+    if keys == ("type", "url") and source["type"] == "url" and isinstance(source["url"], str):
+        return Image(url=source["url"])
+    if (keys == ("type", "media_type", "data") and source["type"] == "base64"
+            and isinstance(source["media_type"], str) and isinstance(source["data"], str)):
+        return Image(source["media_type"], source["data"])
+    return Other(data)  # an image of a kind the agent never makes: kept whole
+
+
+_READERS: dict[str, Callable[[dict[str, Any]], Block]] = {
+    "text": _text, "thinking": _thinking, "redacted_thinking": _redacted, "tool_use": _call,
+    "server_tool_use": _call, "tool_result": _result, "image": _image,
+}
 
 
 def _server_result(data: dict[str, Any], tool: str) -> ServerToolResult:
@@ -221,18 +230,29 @@ def message_from_wire(data: dict[str, Any]) -> Message:
     return Message(str(data.get("role")), blocks_from_wire(data.get("content")))
 
 
-def with_cache_breakpoints(
-    system: str, messages: Sequence[dict[str, Any]], ttl: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """System and messages with ``cache_control`` on the system prompt and the last three
-    messages. Works on copies: the stored history is never altered."""
+def _wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The history as the API's messages, new dicts and lists (the history itself is never altered),
+    neighbours of the same role (left by a cancelled turn) joined into one."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = [block.raw if block.raw is not None else _canonical(block) for block in message.blocks]
+        if out and out[-1]["role"] == message.role:
+            out[-1]["content"].extend(content)
+        else:
+            out.append({"role": message.role, "content": content})
+    return out
+
+
+def _with_breakpoints(system: str, messages: list[dict[str, Any]], ttl: str) -> list[dict[str, Any]]:
+    """``cache_control`` on the system prompt and on the last cacheable block of each of the last
+    messages, four in all: set on copies of those blocks, in ``messages``' own (new) lists. The
+    system prompt's blocks."""
     marker: dict[str, Any] = {"type": "ephemeral"}
     if ttl == "1h":
         marker["ttl"] = "1h"
     system_blocks = [{"type": "text", "text": system, "cache_control": dict(marker)}] if system else []
-    out = [{"role": m["role"], "content": _as_blocks(m["content"])} for m in messages]
     budget = MAX_CACHE_BREAKPOINTS - len(system_blocks)
-    for message in reversed(out):
+    for message in reversed(messages):
         if budget == 0:
             break
         blocks = message["content"]
@@ -243,19 +263,7 @@ def with_cache_breakpoints(
             blocks[index] = {**block, "cache_control": dict(marker)}
             budget -= 1
             break
-    return system_blocks, out
-
-
-def merge_consecutive_roles(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Join neighbouring messages of the same role (left by a cancelled turn) into one."""
-    merged: list[dict[str, Any]] = []
-    for message in messages:
-        if merged and merged[-1]["role"] == message["role"]:
-            previous = merged[-1]
-            previous["content"] = _as_blocks(previous["content"]) + _as_blocks(message["content"])
-        else:
-            merged.append({"role": message["role"], "content": message["content"]})
-    return merged
+    return system_blocks
 
 
 def _cacheable(block: dict[str, Any]) -> bool:
@@ -263,16 +271,11 @@ def _cacheable(block: dict[str, Any]) -> bool:
     return kind not in _UNCACHEABLE_BLOCKS and not (kind == "text" and not block.get("text"))
 
 
-def _as_blocks(content: Any) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
 def request_body(request: ModelRequest) -> dict[str, Any]:
     """The Messages API request for ``request``: cache breakpoints placed, same-role neighbours
     merged, the thinking budget added on top of the output budget. The history is not altered."""
-    system, messages = with_cache_breakpoints(
-        request.system, merge_consecutive_roles(messages_to_wire(request.messages)), request.cache_ttl
-    )
+    messages = _wire_messages(request.messages)
+    system = _with_breakpoints(request.system, messages, request.cache_ttl)
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
