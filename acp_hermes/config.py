@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
+from acp_hermes_tools.toolsets import DEFAULT_CHILD_TOOLSETS, TOOLSETS
 
 log = logging.getLogger(__name__)
 
@@ -110,21 +111,6 @@ class Price(BaseModel):
     cache_write_1h: float | None = Field(default=None, ge=0)
 
 
-# The toolsets a delegated child session may be given, by the names ``delegation.toolsets`` and a
-# ``delegate_task`` call use, and the tools each one holds. The one list of them: the core builds a
-# child's tools from it and the config is checked against it. What a child never gets (clarify,
-# memory, skill_manage, delegate_task past the depth limit) is the core's rule, not a toolset.
-TOOLSETS: dict[str, tuple[str, ...]] = {
-    "file": ("read_file", "write_file", "patch"),
-    "search": ("search_files",),
-    "terminal": ("terminal", "process"),
-    "todo": ("todo",),
-    "skills": ("skills_list", "skill_view"),
-    "session_search": ("session_search",),
-}
-DEFAULT_CHILD_TOOLSETS = ("file", "terminal", "search", "todo", "skills")
-
-
 class DelegationSettings(BaseModel):
     """Subagents (``delegate_task``): the config file's ``delegation:`` mapping."""
 
@@ -140,7 +126,8 @@ class DelegationSettings(BaseModel):
     @field_validator("toolsets", mode="after")
     @classmethod
     def _known_toolsets(cls, value: list[str]) -> list[str]:
-        """Only names of TOOLSETS, each once: a typo would otherwise leave children without tools unnoticed."""
+        """Only names of ``tools.toolsets.TOOLSETS``, each once: a typo would otherwise leave children without
+        tools unnoticed."""
         unknown = [name for name in value if name not in TOOLSETS]
         if unknown:
             raise PydanticCustomError(

@@ -1,4 +1,13 @@
-"""Tools the agent can call: the registry and one module per tool family."""
+"""Tools the agent can call: the registry, one module per tool family, and here the manifest: every
+tool of the agent's own, each listed once, in the order the model sees them.
+
+A tool declares itself in its own module: its schema, its handler and its traits (``registry.Tool``:
+its guidance in the system prompt, the arguments that name paths, its toolsets, whether a delegated
+child may have it, whether the learning loop's review and the memory flush before compaction may use
+it). Nothing else in the code names it: the system prompt, the hints, a child's toolsets, the review
+and the compactor read its traits, from here or from the session's registry, which is built from
+here. Adding a tool is its module, its line below, its test and its line in the docs.
+"""
 
 from __future__ import annotations
 
@@ -8,29 +17,11 @@ if TYPE_CHECKING:
     from acp_hermes_tools.registry import Tool
 
 
-# The names of core_tools(), in order, without importing the tool modules (~40 ms): a new
-# session's system prompt needs only the names, and session/new must answer fast.
-CORE_TOOL_NAMES: tuple[str, ...] = (
-    "read_file",
-    "write_file",
-    "patch",
-    "search_files",
-    "terminal",
-    "process",
-    "todo",
-    "memory",
-    "session_search",
-    "skills_list",
-    "skill_view",
-    "skill_manage",
-    "clarify",
-)
-
-
-def core_tools() -> list[Tool]:
+def core_tools() -> tuple[Tool, ...]:
     """Every tool an ACP session offers, in the stable order the model sees them.
 
-    Imported here rather than at module level so start-up does not pay for them.
+    The tool modules are imported here, when first asked for (~40 ms), never on the way to answering
+    ``initialize`` or ``session/new``.
     """
     from acp_hermes_tools.clarify import CLARIFY_TOOL
     from acp_hermes_tools.files import FILE_TOOLS
@@ -41,9 +32,11 @@ def core_tools() -> list[Tool]:
     from acp_hermes_tools.terminal import TERMINAL_TOOL
     from acp_hermes_tools.todo import TODO_TOOL
 
-    tools = [*FILE_TOOLS, TERMINAL_TOOL, PROCESS_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
-             CLARIFY_TOOL]
-    names = tuple(tool.name for tool in tools)
-    if names != CORE_TOOL_NAMES:
-        raise RuntimeError(f"CORE_TOOL_NAMES {CORE_TOOL_NAMES} is out of step with core_tools() {names}")
-    return tools
+    return (*FILE_TOOLS, TERMINAL_TOOL, PROCESS_TOOL, TODO_TOOL, MEMORY_TOOL, SESSION_SEARCH_TOOL, *SKILL_TOOLS,
+            CLARIFY_TOOL)
+
+
+def declared(name: str) -> Tool | None:
+    """The tool of the manifest called ``name``, or None (a tool from outside: an MCP server's, a memory
+    provider's, or ``delegate_task``, which the core declares)."""
+    return next((tool for tool in core_tools() if tool.name == name), None)

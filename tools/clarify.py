@@ -17,7 +17,7 @@ import anyio
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import Answer, Question, TextDisplay
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 MAX_CHOICES = 4
 MAX_QUESTION_CHARS = 2000
@@ -111,4 +111,7 @@ CLARIFY_TOOL = Tool(
     parallel_safe=False,
     present=present_clarify,
     trusted_output=True,  # the user's own words: nothing in them is an injection to warn about
+    guidance=Guidance(60, "When a request is ambiguous or a decision is the user's to make, ask with `clarify` "
+                          "instead of guessing; do not use it to confirm routine steps."),
+    delegable=False,  # a child cannot ask the user anything
 )

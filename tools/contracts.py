@@ -99,6 +99,17 @@ class PlanUpdated:
 ToolEvent = ToolCallUpdated | PlanUpdated
 
 
+@value
+class MemoryWritten:
+    """A call's effect beyond its result (``ToolResult.effects``): the built-in memory was changed,
+    ``action`` (add, replace, remove) on ``target`` (memory, user) with ``content``. The session passes
+    it on to the external memory provider (``on_memory_write``)."""
+
+    action: str
+    target: str
+    content: str
+
+
 class ToolEventSink(Protocol):
     async def emit(self, event: ToolEvent) -> None: ...
 

@@ -8,7 +8,6 @@ new text before anything is written.
 
 from __future__ import annotations
 
-import codecs
 import mimetypes
 import os
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any, Literal
 
 import anyio
 
-from acp_hermes_memory.text import one_line
+from acp_hermes_memory.text import SNIFF_BYTES, looks_binary, one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from acp_hermes_tools.diffs import (
@@ -33,7 +32,7 @@ from acp_hermes_tools.diffs import (
     split_lines,
 )
 from acp_hermes_tools.paths import resolve_path
-from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, Guidance, Presentation, Tool, ToolError, ToolResult
 from acp_hermes_tools.search import SearchError, SearchRequest, display_path, run_search, similar_paths
 
 DEFAULT_READ_LIMIT = 500
@@ -41,7 +40,6 @@ MAX_READ_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_READ_CHARS = MAX_RESULT_CHARS - 4_000  # stay under the registry's cap, which would cut mid-file
 STREAM_READ_BYTES = 16 * 1024 * 1024  # bigger files are paged straight from disk
-_SNIFF_BYTES = 8192
 _TITLE_PATTERN_CHARS = 60
 
 LANGUAGES = {
@@ -102,21 +100,8 @@ def _inspect(path: Path) -> _OnDisk:
     if not path.is_file():
         return _OnDisk("other")
     with path.open("rb") as handle:
-        sample = handle.read(_SNIFF_BYTES)
+        sample = handle.read(SNIFF_BYTES)
     return _OnDisk("file", path.stat().st_size, sample)
-
-
-def _looks_binary(sample: bytes) -> bool:
-    """NUL bytes, or mostly undecodable bytes and control characters, mean not text."""
-    if not sample:
-        return False
-    if b"\0" in sample:
-        return True
-    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(sample, final=False)
-    if not text:
-        return False
-    odd = sum(1 for char in text if char == "\ufffd" or (char < " " and char not in "\n\r\t\f\b\x1b"))
-    return odd / len(text) > 0.1
 
 
 def _binary_kind(path: Path, sample: bytes) -> str:
@@ -265,7 +250,7 @@ async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     shown = display_path(path, ctx.cwd)
     found = await anyio.to_thread.run_sync(_inspect, path)
     await _require_file(found, path, ctx)
-    if _looks_binary(found.sample):
+    if looks_binary(found.sample):
         raise ToolError(
             f"{shown} is a binary file ({_binary_kind(path, found.sample)}, {_human_size(found.size)}); "
             "read_file only shows text."
@@ -639,9 +624,21 @@ def present_search(args: dict[str, Any], scope: ToolScope) -> Presentation:
     return Presentation(title, locations)
 
 
+READ_FILE, WRITE_FILE, PATCH, SEARCH_FILES = "read_file", "write_file", "patch", "search_files"
+
+
+def _patch_guidance(present: frozenset[str]) -> str:
+    rewrite = f" Use `{WRITE_FILE}` only for new files or full rewrites." if WRITE_FILE in present else ""
+    return f"Prefer `{PATCH}` for small, targeted edits.{rewrite}"
+
+
+def _write_guidance(present: frozenset[str]) -> str | None:
+    return None if PATCH in present else f"Use `{WRITE_FILE}` to create or rewrite files."  # else patch's says it
+
+
 FILE_TOOLS: list[Tool] = [
     Tool(
-        name="read_file",
+        name=READ_FILE,
         description=READ_FILE_DESCRIPTION,
         schema=READ_FILE_SCHEMA,
         handler=read_file,
@@ -649,27 +646,33 @@ FILE_TOOLS: list[Tool] = [
         access=Access.READ,
         parallel_safe=True,
         present=present_read,
+        guidance=Guidance(10, f"Read a file with `{READ_FILE}` before you edit it; never edit from memory."),
+        toolsets=("file",),
     ),
     Tool(
-        name="write_file",
+        name=WRITE_FILE,
         description=WRITE_FILE_DESCRIPTION,
         schema=WRITE_FILE_SCHEMA,
         handler=write_file,
         kind="edit",
         access=Access.EDIT,
         present=present_write,
+        guidance=Guidance(30, _write_guidance, previewed=True),
+        toolsets=("file",),
     ),
     Tool(
-        name="patch",
+        name=PATCH,
         description=PATCH_DESCRIPTION,
         schema=PATCH_SCHEMA,
         handler=patch,
         kind="edit",
         access=Access.EDIT,
         present=present_patch,
+        guidance=Guidance(30, _patch_guidance, previewed=True),
+        toolsets=("file",),
     ),
     Tool(
-        name="search_files",
+        name=SEARCH_FILES,
         description=SEARCH_FILES_DESCRIPTION,
         schema=SEARCH_FILES_SCHEMA,
         handler=search_files,
@@ -677,5 +680,7 @@ FILE_TOOLS: list[Tool] = [
         access=Access.READ,
         parallel_safe=True,
         present=present_search,
+        guidance=Guidance(20, f"Find code with `{SEARCH_FILES}` instead of guessing paths or names."),
+        toolsets=("search",),
     ),
 ]

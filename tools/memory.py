@@ -24,8 +24,8 @@ from acp_hermes_memory.store import (
 )
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, MemoryWritten
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 _TITLE_CHARS = 60
 
@@ -117,21 +117,24 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     except MemoryUpdateError as error:
         raise ToolError(str(error)) from error
     path = store.path(target)
+    # What an external memory provider hears of (on_memory_write), also when the store had it already.
+    written = MemoryWritten(action, target, content or old_text or "")
     if not proposal.changed:
         # Nothing to write, so nothing to authorize: report the live state as it is.
         entries = store.entries(target)
-        return _result(store, target, path, proposal.message, entries, diff=None)
+        return _result(store, target, path, proposal.message, entries, diff=None, written=written)
     await ctx.authorize_state([FileChange(proposal.path, proposal.old_text, proposal.new_text)])
     try:
         update: MemoryUpdate = await ctx.write_state(proposal.path, store.apply, action, target, content, old_text)
     except MemoryUpdateError as error:  # the file changed on disk since the proposal
         raise ToolError(str(error)) from error
     applied = DiffDisplay(str(update.path), update.old_text, update.new_text) if update.changed else None
-    return _result(store, target, path, update.message, list(update.entries), diff=applied)
+    return _result(store, target, path, update.message, list(update.entries), diff=applied, written=written)
 
 
 def _result(
-    store: MemoryStore, target: Target, path: Path, message: str, entries: list[str], diff: DiffDisplay | None
+    store: MemoryStore, target: Target, path: Path, message: str, entries: list[str], diff: DiffDisplay | None,
+    written: MemoryWritten,
 ) -> ToolResult:
     usage = usage_text(len(serialize_entries(entries)), store.limit(target))
     text = (
@@ -145,6 +148,7 @@ def _result(
         display=() if diff is None else (diff,),
         locations=(Location(str(path)),),
         raw_output={"done": True, "target": target, "usage": usage, "entry_count": len(entries)},
+        effects=(written,),
     )
 
 
@@ -158,4 +162,16 @@ MEMORY_TOOL = Tool(
     parallel_safe=False,
     present=_present,
     trusted_output=True,
+    guidance=Guidance(70, section=(
+        "# Memory\n"
+        "Your `memory` tool persists notes across sessions; they are injected into *future* sessions, "
+        "not this one. Save durable facts about projects, environment, conventions and lessons "
+        "learned to memory; save who the user is (name, role, preferences, style) to the user "
+        "profile. Keep entries short and factual; skip transient task state and anything the code "
+        "already says; fix or remove entries that turn out wrong."
+    )),
+    delegable=False,  # the parent's memory is the parent's to change
+    reviewed=True,
+    flushed=True,
+    saves="notes",
 )

@@ -227,4 +227,5 @@ PROCESS_TOOL = Tool(
     access=Access.EXECUTE,
     parallel_safe=False,
     present=present_process,
+    toolsets=("terminal",),
 )

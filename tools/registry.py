@@ -9,6 +9,12 @@ tools, invalid arguments and handler exceptions all become an error result for t
 The registry validates arguments against the agent's own schemas; a tool whose schema comes from
 outside (an MCP server's) brings its own check (``Tool.validate``, see ``tools.mcp.schema``), which
 bounds what a hostile schema can cost.
+
+A declaration also carries the tool's traits: what the rest of the agent decides by the tool, so
+that nothing outside its own module names it (the system prompt's guidance, subdirectory hints, a
+delegated child's toolsets, the learning loop's review and nudges, the memory flush before
+compaction). The manifest (``tools.core_tools``) lists the agent's own tools; a tool from outside
+(an MCP server's, a memory provider's) has the defaults.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -29,11 +35,13 @@ from acp_hermes_tools.contracts import (
     Display,
     EditorRefused,
     Location,
+    MemoryWritten,
     PermissionDenied,
     TextDisplay,
     ToolCallUpdated,
     ToolKind,
 )
+from acp_hermes_tools.toolsets import TOOLSETS
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +83,8 @@ class ToolResult:
 
     ``ends_turn`` hands the turn to the user: the agent says that text (a question they answer in
     their next prompt) and stops after this round of calls, without asking the model again.
+    ``effects`` are what the call changed that others hear of (the session passes them on to the
+    external memory provider).
     """
 
     text: str
@@ -83,6 +93,7 @@ class ToolResult:
     locations: tuple[Location, ...] | None = None
     raw_output: Any = None
     ends_turn: str | None = None
+    effects: tuple[MemoryWritten, ...] = ()
 
 
 class ToolError(Exception):
@@ -93,10 +104,46 @@ Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 Presenter = Callable[[dict[str, Any], ToolScope], Presentation]
 Restorer = Callable[[ToolScope, Any], None]
 ArgumentCheck = Callable[[dict[str, Any]], str | None]  # why arguments do not fit, or None
+# The argument names a tool that says nothing of its own is taken to name files and folders with.
+COMMON_PATH_ARGS = ("path", "file_path", "workdir")
+
+
+@dataclass(frozen=True, slots=True)
+class Guidance:
+    """A tool's part of the system prompt's guidance, which mentions only the tools a session has.
+
+    ``line`` is its bullet in "How to work" (a function of the names of the session's tools when it
+    depends on which others are there; None from it: no bullet); ``section`` a section of its own after
+    that list. ``order`` places it among the other tools' (bullets, then sections, each by order; ties
+    in the manifest's order): reading 10, finding 20, editing 30, checking 40, planning 50, asking 60,
+    sections from 70. ``previewed``: the user sees each of its calls (a diff, a command) before it runs
+    and may decline it; one bullet says so, and what to do then, when any tool of the session is.
+    """
+
+    order: int
+    line: str | Callable[[frozenset[str]], str | None] | None = None
+    section: str | None = None
+    previewed: bool = False
+
+    def line_for(self, present: frozenset[str]) -> str | None:
+        """Its bullet in a session whose tools are ``present`` (names), or None."""
+        return self.line(present) if callable(self.line) else self.line
 
 
 @dataclass(frozen=True, slots=True)
 class Tool:
+    """A tool's declaration: what the model sees, how a call runs and shows, and its traits.
+
+    The traits (after ``validate``) are what the rest of the agent decides by the tool, never by its
+    name: ``guidance`` (its part of the system prompt); ``toolsets`` (the ``tools.toolsets`` that give
+    it to a delegated child) and ``delegable`` (False: a child never has it, whatever its toolsets);
+    ``reviewed`` (the learning loop's background review may use it); ``flushed`` (the memory flush
+    before a compaction may use it); ``saves`` (what it keeps for later sessions: using it of the
+    agent's own accord puts off the learning loop's review of that kind); ``path_args`` (the arguments
+    that name a file or folder: a subdirectory's hints are found through them) and ``command_arg`` (an
+    argument that is a shell command line, whose path-like words count too).
+    """
+
     name: str
     description: str
     schema: dict[str, Any]
@@ -108,6 +155,21 @@ class Tool:
     restore: Restorer | None = None  # puts back the session state a stored call left
     trusted_output: bool = False  # its result only echoes the agent's own state: not scanned
     validate: ArgumentCheck | None = None  # a schema from outside: its own bounded check, not the registry's
+    guidance: Guidance | None = None
+    toolsets: tuple[str, ...] = ()
+    delegable: bool = True
+    reviewed: bool = False
+    flushed: bool = False
+    saves: Literal["notes", "skills"] | None = None
+    path_args: tuple[str, ...] = COMMON_PATH_ARGS
+    command_arg: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [name for name in self.toolsets if name not in TOOLSETS]
+        if unknown:
+            raise ValueError(f"tool {self.name!r}: unknown toolsets {unknown}; known: {', '.join(TOOLSETS)}")
+        if self.toolsets and not self.delegable:
+            raise ValueError(f"tool {self.name!r} is in toolsets {list(self.toolsets)} but never delegated")
 
     def presentation(self, args: dict[str, Any], scope: ToolScope) -> Presentation:
         if self.present is None:
@@ -188,6 +250,11 @@ class ToolRegistry:
         registry = ToolRegistry(tool for name, tool in self._tools.items() if name in wanted)
         registry._validators = {name: check for name, check in self._validators.items() if name in wanted}
         return registry
+
+    def where(self, test: Callable[[Tool], bool]) -> ToolRegistry:
+        """The tools of this registry whose traits pass ``test``, in this registry's order (the review's
+        tools, the flush's), keeping their validators."""
+        return self.only(name for name, tool in self._tools.items() if test(tool))
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

@@ -24,6 +24,7 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from acp_hermes_memory.text import looks_binary
 from acp_hermes_tools.contracts import Location
 from acp_hermes_tools.paths import is_within
 from acp_hermes_tools.safe_git import helper_argv, helper_environment
@@ -37,7 +38,6 @@ SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 MAX_MATCHES = 5_000  # matching lines collected before a search stops; pages are cut from these
 MAX_LINE_CHARS = 500
 MAX_LOCATIONS = 20
-_SNIFF_BYTES = 8192
 
 
 class SearchError(Exception):
@@ -387,8 +387,8 @@ def _search_file(path: Path, regex: re.Pattern[str], context: int) -> FileHits |
         data = path.read_bytes()
     except OSError:
         return None
-    if b"\0" in data[:_SNIFF_BYTES]:
-        return None  # binary, as ripgrep decides it
+    if looks_binary(data):
+        return None  # binary (ripgrep skips a file with a NUL byte too)
     lines = data.decode("utf-8", errors="replace").split("\n")
     if lines and lines[-1] == "":
         lines.pop()

@@ -29,7 +29,7 @@ from acp_hermes_memory.recall import (
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import AuxiliaryModel
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 if TYPE_CHECKING:
     pass
@@ -167,4 +167,10 @@ SESSION_SEARCH_TOOL = Tool(
     access=Access.READ,
     parallel_safe=True,
     present=_present,
+    guidance=Guidance(90, section=(
+        "# Past sessions\n"
+        "When the user refers to earlier work or a past conversation, look it up with "
+        "`session_search` before asking them to repeat themselves."
+    )),
+    toolsets=("session_search",),
 )

@@ -23,7 +23,7 @@ from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from acp_hermes_tools.diffs import replace_text
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 _LIST_DESCRIPTION_CHARS = 160
 # A listing longer than this shows names only: more is more than the model reads, and tool output
@@ -320,6 +320,8 @@ SKILLS_LIST_TOOL = Tool(
     access=Access.READ,
     parallel_safe=True,
     present=present_list,
+    toolsets=("skills",),
+    reviewed=True,
 )
 
 SKILL_VIEW_TOOL = Tool(
@@ -331,6 +333,8 @@ SKILL_VIEW_TOOL = Tool(
     access=Access.READ,
     parallel_safe=True,
     present=present_view,
+    toolsets=("skills",),
+    reviewed=True,
 )
 
 SKILL_MANAGE_TOOL = Tool(
@@ -343,6 +347,17 @@ SKILL_MANAGE_TOOL = Tool(
     parallel_safe=False,
     present=present_manage,
     trusted_output=True,
+    guidance=Guidance(80, section=(
+        "# Skills\n"
+        "Skills are procedures you and the user saved for recurring work. When a task matches a skill "
+        "in the index below, load it with `skill_view` before you start and follow it. After a task "
+        "that took real trial and error, or when the user shows you how they want something done, save "
+        "the procedure with `skill_manage` (create, or patch the skill you used when it was wrong or "
+        "incomplete)."
+    )),
+    delegable=False,  # the parent's skills are the parent's to change
+    reviewed=True,
+    saves="skills",
 )
 
 SKILL_TOOLS = [SKILLS_LIST_TOOL, SKILL_VIEW_TOOL, SKILL_MANAGE_TOOL]

@@ -44,7 +44,7 @@ from acp_hermes_tools.contracts import (
 )
 from acp_hermes_tools.local_io import close_process_input, signal_group
 from acp_hermes_tools.process_trees import HeldGroup
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -514,4 +514,8 @@ TERMINAL_TOOL = Tool(
     parallel_safe=False,
     present=present_terminal,
     restore=restore_terminal,
+    guidance=Guidance(40, "Check your work: run tests, builds and linters with `terminal`, and report failures.",
+                      previewed=True),
+    toolsets=("terminal",),
+    command_arg="command",
 )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
 from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
-from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled"]
 
@@ -182,4 +182,6 @@ TODO_TOOL = Tool(
     present=present_todo,
     restore=restore_todos,
     trusted_output=True,
+    guidance=Guidance(50, "For multi-step work keep a plan with `todo` and update it as steps finish."),
+    toolsets=("todo",),
 )

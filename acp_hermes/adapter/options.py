@@ -8,12 +8,14 @@ Zed shows config options (and ignores ``modes``) once any exist, so the mode is 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
-from acp_hermes.core.commands import MenuEntry
 from acp_hermes.permissions.modes import Mode
+
+if TYPE_CHECKING:  # the slash-command code is not needed to answer session/new
+    from acp_hermes.core.commands import MenuEntry
 
 
 def _thought_description(level: ThoughtLevel, settings: Settings) -> str:
@@ -74,6 +76,11 @@ def session_modes(choices: SessionChoices) -> dict[str, Any]:
             for mode, (name, description) in _modes(choices)
         ],
     }
+
+
+def choices_state(choices: SessionChoices, settings: Settings) -> dict[str, Any]:
+    """A session's modes and options, as ``session/new``, ``load``, ``resume`` and ``fork`` answer them."""
+    return {"modes": session_modes(choices), "configOptions": config_options(choices, settings)}
 
 
 def available_commands_update(entries: Sequence[MenuEntry]) -> dict[str, Any]:

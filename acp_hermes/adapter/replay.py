@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from acp_hermes.adapter.prompt_blocks import to_block
 from acp_hermes.adapter.render import locations, render_update, tool_content
 from acp_hermes.core.events import AgentText, AgentThought
-from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, stored_messages
+from acp_hermes.core.transcript import StoredPrompt, StoredReply, ToolOutcome, stored_messages
 from acp_hermes_tools.contracts import PlanUpdated
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _reply_updates(reply: StoredReply) -> Iterator[dict[str, Any]]:
         yield render_update(AgentText(reply.message_id, reply.text))
 
 
-def _tool_updates(call: StoredToolCall) -> Iterator[dict[str, Any]]:
+def _tool_updates(call: ToolOutcome) -> Iterator[dict[str, Any]]:
     """The call as one final ``tool_call`` (what its start and its end rendered, together); a call
     that published a plan is followed by it, and has no rawOutput (live, the plan stood for it)."""
     update: dict[str, Any] = {

@@ -2,24 +2,62 @@
 
 The SDK (agent-client-protocol 0.12.1, pinned) lacks a route for ``session/delete`` although the
 protocol defines it, and offers no public handle on its JSON-RPC engine, whose raw requests and
-batched writes the adapter needs. ``tests/unit/adapter/test_sdk_contract.py`` checks each
-attribute used here against the installed SDK, so an SDK change fails there first.
+batched writes the adapter needs, nor a way to run one request through its router without writing
+the answer (``handle_quietly``: what ``adapter.reception`` answered before the SDK was loaded). Its
+schema module is imported lean (``import_schema_lean``). ``tests/unit/adapter/test_sdk_contract.py``
+checks each attribute used here against the installed SDK, so an SDK change fails there first.
+
+Nothing here imports the SDK at module level: ``import_schema_lean`` must run before it is loaded.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
-
-from acp.router import MessageRouter, Route
-from acp.schema import DeleteSessionRequest
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
     from acp.connection import Connection
+    from acp.router import MessageRouter
 
     from acp_hermes.adapter.wire import StdioTransport
+
+SCHEMA_MODULE = "acp.schema"
+# What the SDK's models are built with when it is imported lean: what every model of its schema would
+# otherwise pay for at import, yet nothing validation uses (see import_schema_lean).
+LEAN_SCHEMA_CONFIG = {"use_attribute_docstrings": False, "defer_build": True}
+
+
+def import_schema_lean() -> None:
+    """Import the SDK (``acp``) with its ~280 schema models built lazily, each on its first use.
+
+    The SDK's ``BaseModel`` sets ``use_attribute_docstrings``: pydantic then reads each model's
+    source to turn the docstrings under its fields into descriptions, which only a JSON Schema
+    export shows (~⅓ of the import). And pydantic builds every model's validator as the class is
+    made, though the agent validates a few dozen of them (~¼). ``defer_build`` builds each on first
+    use instead; what it validates and the errors it reports are the same
+    (``tests/unit/adapter/test_sdk_contract.py`` compares them). The SDK's schema module reads
+    ``pydantic.ConfigDict`` once per model while it is imported; for that while, a call made from
+    that module, and from no other, gets these two settings added.
+    """
+    if SCHEMA_MODULE in sys.modules:
+        return
+    import pydantic
+
+    original = pydantic.ConfigDict
+
+    def lean(**settings: Any) -> Any:
+        if sys._getframe(1).f_globals.get("__name__") == SCHEMA_MODULE:
+            settings.update(LEAN_SCHEMA_CONFIG)
+        return original(**settings)
+
+    pydantic.ConfigDict = lean  # type: ignore[assignment,misc]
+    try:
+        import acp.schema  # noqa: F401
+    finally:
+        pydantic.ConfigDict = original  # type: ignore[misc]
 
 
 def json_rpc_engine(conn: AgentSideConnection) -> Connection:
@@ -38,26 +76,32 @@ def transport_of(engine: Connection) -> StdioTransport:
     return transport
 
 
-def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[Any]]) -> None:
-    """Serve ``session/delete``, which the SDK does not route (reference/acp.md B.15 #9)."""
+def _router(engine: Connection) -> MessageRouter:
+    from acp.router import MessageRouter
+
     router = engine._handler
     if not isinstance(router, MessageRouter):  # an SDK change we must notice, not paper over
         raise TypeError(f"unexpected ACP router type {type(router).__name__}")
+    return router
+
+
+def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[Any]]) -> None:
+    """Serve ``session/delete``, which the SDK does not route (reference/acp.md B.15 #9)."""
+    from acp.router import Route
+    from acp.schema import DeleteSessionRequest
 
     async def handle(params: Any) -> Any:
         request = DeleteSessionRequest.model_validate(params)  # ValidationError → -32602
         return await delete(request.session_id)
 
-    router.add_route(Route(method="session/delete", func=handle, kind="request"))
+    _router(engine).add_route(Route(method="session/delete", func=handle, kind="request"))
 
 
 def observe_request(engine: Connection, method: str, observe: Callable[[Any], None]) -> None:
     """Hand ``method``'s raw params to ``observe`` before the handler runs, in the handler's own task
     (a context variable ``observe`` sets is seen by it): the SDK's models drop the fields they do not
     know, such as the unstable ``clientCapabilities.subagents`` or a prompt's ``messageId``."""
-    router = engine._handler
-    if not isinstance(router, MessageRouter):  # an SDK change we must notice, not paper over
-        raise TypeError(f"unexpected ACP router type {type(router).__name__}")
+    router = _router(engine)
     route = router._requests[method]
     handle = route.func
     if handle is None:
@@ -68,3 +112,9 @@ def observe_request(engine: Connection, method: str, observe: Callable[[Any], No
         return await handle(params)
 
     router.add_route(dataclasses.replace(route, func=observed))
+
+
+async def handle_quietly(engine: Connection, method: str, params: Any) -> Any:
+    """Run a request through the SDK's router — its model's validation, the observers above, the
+    handler — and return the result instead of writing it; its errors are raised."""
+    return await _router(engine)(method, params, False)

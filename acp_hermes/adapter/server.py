@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import sys
 import weakref
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes import __version__
 from acp_hermes.adapter import rewind, steering
 from acp_hermes.adapter.client import (
     ClientAbilities,
@@ -30,46 +28,53 @@ from acp_hermes.adapter.client import (
     SessionUpdates,
 )
 from acp_hermes.adapter.errors import AuthRequired, translated
+from acp_hermes.adapter.handshake import (
+    AUTH_METHOD_KEY,
+    AUTH_METHOD_SETUP,
+    Answered,
+    auth_methods,
+    initialize_result,
+    new_session_result,
+    no_nul,
+    workspace,
+)
 from acp_hermes.adapter.launchers import LaunchScripts
-from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES, specs_from_acp
-from acp_hermes.adapter.options import available_commands_update, config_options, session_modes
+from acp_hermes.adapter.mcp_servers import specs_from_acp
+from acp_hermes.adapter.options import available_commands_update, choices_state, config_options
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import render_update
-from acp_hermes.adapter.sdk import json_rpc_engine, observe_request, route_session_delete
-from acp_hermes.config import ConfigError, Paths, Settings, home_problem, load_settings
+from acp_hermes.adapter.sdk import handle_quietly, json_rpc_engine, observe_request, route_session_delete
+from acp_hermes.config import ConfigError, Settings, home_problem, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
 from acp_hermes.core.commands import Handled, handle, menu
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
-from acp_hermes.core.sessions import SessionManager, SessionWiring
+from acp_hermes.core.sessions import NewSession, SessionManager, SessionWiring
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from acp.agent.connection import AgentSideConnection
+    from acp.connection import Connection
 
+    from acp_hermes.adapter.wire import StdioTransport
     from acp_hermes.core.user_prompt import PromptPart
-    from acp_hermes_memory.session_db import MessageRecord, SessionDB
+    from acp_hermes_memory.session_db import MessageRecord
 
 log = logging.getLogger(__name__)
 
-AUTH_METHOD_KEY = "anthropic-api-key"
 SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
 SKILLS_POLL_SECONDS = 3.0  # how soon an idle session's / menu shows a skill changed elsewhere
-AUTH_METHOD_SETUP = "acp-hermes-setup"
 FOLLOWS_THE_PARENT = "its mode, model and thinking follow its parent's; change them there"
 
 
 class HermesAgent:
     """Handlers for every ACP method acp-hermes supports."""
 
-    def __init__(self, paths: Paths, settings: Settings | None, config_error: str | None = None,
-                 db_opening: Future[SessionDB] | None = None, sandbox_probe: Future[None] | None = None) -> None:
-        self._paths = paths
+    def __init__(self, runtime: Runtime, config_error: str | None = None) -> None:
+        self._paths = runtime.paths
         self._config_error = config_error
-        self.runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
+        self.runtime = runtime
         self._abilities = ClientAbilities()
         self._link: ClientLink | None = None
         self._manager: SessionManager | None = None
@@ -149,27 +154,7 @@ class HermesAgent:
     # -- initialize and auth
 
     def auth_methods(self) -> list[dict[str, Any]]:
-        methods: list[dict[str, Any]] = [
-            {
-                "id": AUTH_METHOD_KEY,
-                "name": "Anthropic API key",
-                "description": "Set ANTHROPIC_API_KEY in the agent's environment, or run `acp-hermes setup` "
-                "in a terminal to save a key, then authenticate.",
-                "_meta": {"terminal-auth": {"command": sys.executable, "args": ["-m", "acp_hermes", "setup"],
-                                            "label": "acp-hermes setup"}},
-            }
-        ]
-        if self._terminal_auth:
-            methods.append(
-                {
-                    "id": AUTH_METHOD_SETUP,
-                    "name": "Set up acp-hermes",
-                    "description": "Enter an Anthropic API key, base URL and model in a terminal.",
-                    "type": "terminal",
-                    "args": ["setup"],
-                }
-            )
-        return methods
+        return auth_methods(self._terminal_auth)
 
     @translated
     async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
@@ -186,27 +171,7 @@ class HermesAgent:
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
         log.info("initialize from %s (protocol %s): %s", name, protocol_version, self._abilities)
-        return {
-            "protocolVersion": 1,
-            "agentCapabilities": {
-                "loadSession": True,
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": MCP_CAPABILITIES,
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "additionalDirectories": {},
-                    "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
-                },
-                "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY},
-            },
-            "_meta": steering.CAPABILITY,  # where claude-agent-acp and codex-acp advertise it
-            "authMethods": self.auth_methods(),
-            "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
-                          "version": __version__},
-        }
+        return initialize_result(self._terminal_auth)
 
     def _reload_settings(self) -> None:
         if (problem := home_problem(self._paths)) is not None:  # it would fail whatever came next
@@ -237,25 +202,8 @@ class HermesAgent:
 
     # -- session lifecycle
 
-    @staticmethod
-    def _workspace(cwd: str, additional: list[str] | None) -> tuple[Path, tuple[Path, ...]]:
-        paths = []
-        fields = ["cwd", *(f"additionalDirectories[{n}]" for n in range(len(additional or [])))]
-        for field, raw in zip(fields, (cwd, *(additional or [])), strict=True):
-            _no_nul(raw, field)
-            if not raw or not Path(raw).is_absolute():
-                raise InvalidInput(f"{field}: workspace paths must be absolute, got {raw!r}")
-            path = Path(raw).resolve()
-            if not path.is_dir():
-                raise InvalidInput(f"workspace directory {raw!r} does not exist")
-            paths.append(path)
-        return paths[0], tuple(paths[1:])
-
     def _choices_state(self, choices: SessionChoices) -> dict[str, Any]:
-        return {
-            "modes": session_modes(choices),
-            "configOptions": config_options(choices, self._settings()),
-        }
+        return choices_state(choices, self._settings())
 
     def _opened(self, session: Session) -> None:
         """What a client expects right after a session appears: commands, usage; warm imports.
@@ -294,18 +242,19 @@ class HermesAgent:
     @translated
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        root, extra = self._workspace(cwd, additional_directories)
+        root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         # The answer does not wait for the session: building it means reading SOUL.md, memory and
         # context files, scanning them for injection and storing the frozen system prompt (tens of
         # ms with a big AGENTS.md). The manager builds it just after; requests on it wait for that.
-        new = self.manager.create_soon(root, extra, mcp_servers=lambda: specs_from_acp(mcp_servers))
-        return {"sessionId": new.id, **self._choices_state(new.choices)}
+        new = self.manager.create_soon(root, extra, mcp_servers=lambda: specs_from_acp(mcp_servers),
+                                       announced=_ANNOUNCED.get())
+        return new_session_result(new.id, new.choices, self._settings())
 
     @translated
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
                            additional_directories: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
-        root, extra = self._workspace(cwd, additional_directories)
+        root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         # The manager reads the rows once, off the event loop, for both the history and the replay.
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers),
@@ -323,7 +272,7 @@ class HermesAgent:
     @translated
     async def resume_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
                              mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        root, extra = self._workspace(cwd, additional_directories)
+        root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
         return self._choices_state(session.choices)
@@ -331,7 +280,7 @@ class HermesAgent:
     @translated
     async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
                            mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-        root, extra = self._workspace(cwd, additional_directories)
+        root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         session = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
         if session.title:
@@ -351,7 +300,7 @@ class HermesAgent:
     @translated
     async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> dict[str, Any]:
         if cwd is not None:
-            _no_nul(cwd, "cwd")
+            no_nul(cwd, "cwd")
             if not Path(cwd).is_absolute():
                 raise InvalidInput(f"cwd must be absolute, got {cwd!r}")
         try:
@@ -404,7 +353,7 @@ class HermesAgent:
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
             if isinstance(uri, str):
-                _no_nul(uri, f"prompt[{number}].uri")
+                no_nul(uri, f"prompt[{number}].uri")
         # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
         handled: Handled | None = None
         try:
@@ -456,6 +405,28 @@ class HermesAgent:
             return
         session.cancel()
 
+    async def adopt(self, engine: Connection, answered: Sequence[Answered]) -> None:
+        """Serve, without answering again, what ``adapter.reception`` answered before the SDK was
+        loaded: each request through the SDK's model and these handlers, in order, so that the
+        state they keep (the client's abilities, the sessions it was told of, under the ids it was
+        given) is as if they had answered it. An answer that would have differed, or a failure, is a
+        bug in the reception's checks: logged, and a session that could not be begun says so."""
+        for early in answered:
+            announced = None if early.session is None else NewSession(*early.session)
+            token = _ANNOUNCED.set(announced)
+            try:
+                result = await handle_quietly(engine, early.method, early.params)
+            except Exception as exc:
+                log.error("%s was answered before the SDK loaded, yet fails through it: %r", early.method, exc)
+                if announced is not None:
+                    self.manager.could_not_create(announced.id, f"{type(exc).__name__}: {exc}")
+                continue
+            finally:
+                _ANNOUNCED.reset(token)
+            if result != early.result:
+                log.error("%s was answered before the SDK loaded with %r; its handler answers %r",
+                          early.method, early.result, result)
+
     def client_gone(self) -> None:
         """The editor closed stdin: nobody is left to watch the running turns, so stop them now."""
         if self._manager is not None:
@@ -478,6 +449,8 @@ class HermesAgent:
 
 # The client's ``messageId`` of the prompt being handled (the SDK's model of the request drops it).
 _PROMPT_MESSAGE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("prompt_message_id", default=None)
+# The id and choices of a session/new the reception answered, while ``adopt`` serves it.
+_ANNOUNCED: contextvars.ContextVar[NewSession | None] = contextvars.ContextVar("announced_session", default=None)
 
 
 def _raw_prompt(params: dict[str, Any]) -> None:
@@ -494,24 +467,21 @@ def _plain(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _no_nul(value: str, field: str) -> None:
-    """Paths and URIs never hold a NUL byte; one that does is refused naming the field."""
-    if "\0" in value:
-        raise InvalidInput(f"{field}: contains a NUL byte")
-
-
-async def serve_stdio(agent: HermesAgent, protocol_fd: int, limit: int) -> None:
-    """Serve ACP to the client on stdin and ``protocol_fd`` until stdin closes."""
+async def serve(agent: HermesAgent, transport: StdioTransport, answered: Sequence[Answered] = (), *,
+                listen: bool = True) -> None:
+    """Serve ACP on ``transport`` until stdin closes: first adopt what the reception answered, then
+    every request from where it stopped reading (``StdioTransport.hand_back``). Without ``listen``
+    (stopped before it could serve) only adopt, then shut down: announced sessions are stored."""
     from acp.agent.connection import AgentSideConnection
 
-    from acp_hermes.adapter.wire import StdioTransport, open_streams
-
-    reader, writer = await open_streams(protocol_fd, limit)
-    transport = StdioTransport(reader, writer)
     transport.on_eof = agent.client_gone
     connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)  # type: ignore[arg-type]
     try:
-        await connection.listen()
+        await agent.adopt(json_rpc_engine(connection), answered)
+        if listen:
+            await connection.listen()
+        else:
+            agent.client_gone()
     finally:
         await agent.shutdown()
         await connection.close()

@@ -217,6 +217,7 @@ class StdioTransport:
         self._unanswered: set[Any] = set()
         self._all_answered = asyncio.Event()
         self._all_answered.set()
+        self._first: dict[str, Any] | asyncio.Future[dict[str, Any] | None] | None = None
         self.on_eof: Callable[[], None] | None = None  # the client went away: stop what runs for it
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -252,13 +253,28 @@ class StdioTransport:
             self._writer.write(data)
             await self._writer.drain()
 
+    def hand_back(self, first: dict[str, Any] | asyncio.Future[dict[str, Any] | None] | None) -> None:
+        """What ``receive`` returns next, before reading on: a message read ahead, or a read still
+        under way (``adapter.reception`` reads before the SDK is loaded)."""
+        self._first = first
+
     async def receive(self) -> dict[str, Any] | None:
+        first, self._first = self._first, None
+        if isinstance(first, asyncio.Future):
+            message = await first
+        else:
+            message = first if first is not None else await self.read_message()
+        if message is None:
+            if self.on_eof is not None:
+                self.on_eof()
+            await self._finish_in_flight()
+        return message
+
+    async def read_message(self) -> dict[str, Any] | None:
+        """The next message, or None at the end of input (and on every call after it)."""
         while True:
             line = await self._read_line()
             if line is None:
-                if self.on_eof is not None:
-                    self.on_eof()
-                await self._finish_in_flight()
                 return None
             line = line.strip()
             if not line:

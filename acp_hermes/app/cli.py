@@ -89,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except Exception as exc:  # a known cause is one line that says what to do; a bug keeps its traceback
+        if _only_broken_pipes(exc):  # the reader left while the demo's tasks were writing
+            return _reader_gone()
         line = failure_line(exc)
         if line is None:
             raise
@@ -97,6 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("acp_hermes").debug("%s", line, exc_info=True)  # the details, for --log-level DEBUG
         print(line, file=sys.stderr)
         return 1
+
+
+def _only_broken_pipes(error: BaseException) -> bool:
+    """Whether ``error`` is a group of tasks' errors (anyio's, the demo's) that are all a closed stdout."""
+    inner = getattr(error, "exceptions", None)  # an exception group, built in or backported
+    if not isinstance(inner, tuple) or not inner:
+        return isinstance(error, BrokenPipeError)
+    return all(_only_broken_pipes(each) for each in inner)
 
 
 def failure_line(error: BaseException) -> str | None:
@@ -215,7 +225,7 @@ def serve(log_level: str | None) -> int:
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, home_problem, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -238,15 +248,19 @@ def serve(log_level: str | None) -> int:
 
     import asyncio
 
-    from acp_hermes.adapter.server import HermesAgent, serve_stdio
+    from acp_hermes.adapter.reception import serve_stdio
+    from acp_hermes.core.runtime import Runtime
 
-    gc.freeze()  # later collections need not walk all that again
-    gc.enable()
-    agent = HermesAgent(paths, settings, problem, db_opening, sandbox_probe)
+    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+        gc.freeze()  # later collections need not walk all that again
+        gc.enable()
+
+    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        signalled = asyncio.run(_serve_until_signalled(serve_stdio(agent, protocol_fd, STDIO_LIMIT)))
+        serving = serve_stdio(runtime, problem, protocol_fd, STDIO_LIMIT, loaded)
+        signalled = asyncio.run(_serve_until_signalled(serving))
     except KeyboardInterrupt:
         return 130
     if signalled is not None:

@@ -27,6 +27,7 @@ from acp_hermes.core.user_prompt import (
     UnsupportedPart,
 )
 from acp_hermes.model.messages import Block, Image, Text
+from acp_hermes_memory.text import looks_binary
 
 INLINE_FILE_LIMIT = 256 * 1024
 IMAGE_LIMIT = 5 * 1024 * 1024
@@ -83,16 +84,6 @@ def _image(mime: str, data: str) -> Block:
     return Image(mime, data)
 
 
-def _looks_binary(data: bytes) -> bool:
-    if b"\x00" in data[:8192]:
-        return True
-    try:
-        data[:8192].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start < len(data[:8192]) - 4  # a multibyte char cut at the boundary is fine
-    return False
-
-
 def _from_local_file(uri: str, path: Path, label: str) -> Converted:
     try:
         size = path.stat().st_size
@@ -110,7 +101,7 @@ def _from_local_file(uri: str, path: Path, label: str) -> Converted:
             label,
         )
     data = path.read_bytes()
-    if _looks_binary(data):
+    if looks_binary(data):
         return _note(f"Referenced file {uri} ({size:,} bytes) is binary and was not inlined"), label
     return Text(_attachment(uri, data.decode("utf-8", errors="replace"), None)), label
 

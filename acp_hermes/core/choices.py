@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
 from acp_hermes.core.errors import InvalidInput, ModeUnavailable
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS, UNSANDBOXED_BYPASS, Mode
+
+if TYPE_CHECKING:
+    from acp_hermes.core.runtime import Runtime
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
@@ -43,6 +46,24 @@ class SessionChoices:
         if self.budget:
             config["budget"] = dict(self.budget)
         return config
+
+
+def new_session_choices(runtime: Runtime) -> SessionChoices:
+    """What a new session starts with: known before it is built and stored, and before the ACP SDK
+    is loaded (``SessionManager.new_choices``, and the adapter's reception answering ``session/new``)."""
+    settings = runtime.settings
+    return allowed_choices(runtime, SessionChoices(mode=settings.default_mode, model=settings.model,
+                                                   thought_level=settings.thought_level))
+
+
+def allowed_choices(runtime: Runtime, choices: SessionChoices) -> SessionChoices:
+    """``choices`` as this machine and the user's own config allow them: ``bypass`` only where a
+    sandbox holds commands, or where ``allow_unsandboxed_bypass`` accepts every command running
+    with the user's rights, unasked."""
+    sandbox = runtime.sandbox
+    allowed = sandbox.available or runtime.settings.allow_unsandboxed_bypass
+    why = "" if allowed else bypass_refusal(sandbox.detail, runtime.paths.config_file)
+    return withhold_bypass(choices, why, unsandboxed=not sandbox.available)
 
 
 def stored_budget(config: dict[str, Any]) -> dict[str, float | None]:

@@ -2,13 +2,13 @@
 
 ``core.compression`` decides what to keep and asks for the summary; this module carries it out
 for one session. Before anything is dropped the model gets one hidden call (the flush) in which
-it may save memories; its memory tool calls run (visibly, through the gate), nothing else of it
-is kept. The middle of the conversation is then summarised by the auxiliary model, and the
-continuation is stored as a child segment in the SessionDB (``source='compression'``,
-``parent_session_id`` the old segment, which ends with ``end_reason='compression'``). The
-editor's session id does not change: the session writes to the new segment from now on, and a
-``session/load`` replays every segment. The system prompt is rebuilt here, the one point where
-the cache prefix may change.
+it may save memories; its calls of the tools the flush may use (``Tool.flushed``: the memory tool)
+run (visibly, through the gate), nothing else of it is kept. The middle of the conversation is
+then summarised by the auxiliary model, and the continuation is stored as a child segment in the
+SessionDB (``source='compression'``, ``parent_session_id`` the old segment, which ends with
+``end_reason='compression'``). The editor's session id does not change: the session writes to the
+new segment from now on, and a ``session/load`` replays every segment. The system prompt is
+rebuilt here, the one point where the cache prefix may change.
 
 Another process may hold the same session (an editor window of its own). The new segment is stored
 and the old one ended in one transaction, which carries in what that process stored in the old
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CARD_TOOL = "compact"  # the tool name of the stored compaction card
-FLUSH_TOOLS = frozenset({"memory"})  # what the flush call may use
 TAIL_SHARE = 0.2  # of the compaction threshold, kept verbatim at the end (at least 20 messages)
 MAX_TAIL_OF_CONVERSATION = 0.4
 
@@ -192,7 +191,8 @@ async def _flush_memories(target: CompactionTarget) -> None:
         await anyio.to_thread.run_sync(auxiliary.runtime.record_usage, auxiliary.session_id, target.model,
                                        completed.usage)
     for block in completed.content if completed is not None else ():
-        if isinstance(block, ToolUse) and block.name in FLUSH_TOOLS:
+        tool = target.registry.get(block.name) if isinstance(block, ToolUse) else None
+        if isinstance(block, ToolUse) and tool is not None and tool.flushed:  # what it may use (``Tool.flushed``)
             await _run_flush_call(target, block)
 
 

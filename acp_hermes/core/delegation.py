@@ -4,10 +4,11 @@ The parent model hands over one task (``goal``, optional ``context``, ``toolsets
 ``max_iterations``) or a batch (``tasks``), run at most ``delegation.max_concurrent`` at once.
 Each child is a session of its own (``SessionManager.create_child``): stored with its parent's id
 and source ``subagent``, a system prompt without SOUL.md or memory, the parent's mode, model and
-session grants, and only the tools of its toolsets (never ``clarify``, ``memory``, ``skill_manage``,
-and ``delegate_task`` only above ``delegation.max_depth``). Its questions go to the user on the
-parent's session, titled with its task. The parent's turn waits for every child; what the parent
-model gets back is each child's final answer (capped), or why it has none.
+session grants, and only the tools of its toolsets (``Tool.toolsets``; never a tool a child may not
+have, ``Tool.delegable``: ``clarify``, ``memory``, ``skill_manage``; ``delegate_task`` only above
+``delegation.max_depth``). Its questions go to the user on the parent's session, titled with its
+task. The parent's turn waits for every child; what the parent model gets back is each child's
+final answer (capped), or why it has none.
 
 What the editor sees: ``ChildStarted``/``ChildEvent``/``ChildEnded`` on the parent's sink (a
 client that shows child sessions renders those), and in every client the delegate call's own
@@ -25,13 +26,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from acp_hermes.config import TOOLSETS
 from acp_hermes.core.events import (
     ChildEnded,
     ChildEvent,
     ChildStarted,
     Event,
     EventSink,
+    TaskDelegated,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -45,6 +46,7 @@ from acp_hermes_memory.values import value
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import TextDisplay, ToolCallUpdated
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
+from acp_hermes_tools.toolsets import TOOLSETS
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -52,11 +54,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_TASKS = 10  # in one batch
-# What a child never gets, whatever its toolsets: it cannot ask the user, and the parent's memory
-# and skills are the parent's to change.
-NEVER_DELEGATED = frozenset({"clarify", "memory", "skill_manage"})
 
-DESCRIPTION = (
+_DESCRIPTION = (
     "Hand work to subagents: child agents that start with a fresh, empty conversation (they do not see "
     "this one), work with their own tools, and return only their final report, so your context stays "
     "small. Use it for self-contained work that needs many steps (investigate a bug, change one module, "
@@ -64,9 +63,8 @@ DESCRIPTION = (
     "Either `goal` (one task) or `tasks` (a batch run in parallel, each with its own goal). Put everything "
     "the child needs into `goal` and `context`: file paths, what you already know, constraints, what the "
     "report should contain. Children use the same permissions and sandbox as you, cannot ask the user "
-    "questions, and cannot change memory or skills. `toolsets` picks their tools: "
-    + ", ".join(f"{name} ({', '.join(tools)})" for name, tools in TOOLSETS.items())
-    + ". This call returns when every child has finished."
+    "questions, and cannot change memory or skills. `toolsets` picks their tools: {toolsets}. This call returns "
+    "when every child has finished."
 )
 
 _TASK_PROPERTIES: dict[str, Any] = {
@@ -125,12 +123,29 @@ class ChildOutcome:
                 "output_tokens": self.usage.output_tokens}
 
 
+def toolset_tools() -> dict[str, list[str]]:
+    """Each toolset's tools, in the manifest's order: what they say of themselves (``Tool.toolsets``)."""
+    from acp_hermes_tools import core_tools
+
+    return {toolset: [tool.name for tool in core_tools() if toolset in tool.toolsets]
+            for toolset in TOOLSETS}
+
+
+def description() -> str:
+    """The tool's description, naming each toolset's tools."""
+    return _DESCRIPTION.format(toolsets=", ".join(f"{name} ({', '.join(tools)})"
+                                                  for name, tools in toolset_tools().items()))
+
+
 def tool_names_for(toolsets: Sequence[str], available: Sequence[str], *, may_delegate: bool) -> frozenset[str]:
-    """The tools a child with ``toolsets`` gets, of those ``available``."""
-    wanted = {name for toolset in toolsets for name in TOOLSETS[toolset]} - NEVER_DELEGATED
-    if may_delegate:
-        wanted.add(DELEGATE_TOOL_NAME)
-    return frozenset(name for name in (*available, DELEGATE_TOOL_NAME) if name in wanted)  # not a base tool
+    """The tools a child with ``toolsets`` gets, of those ``available`` (the parent's built-in tools):
+    those in one of its toolsets that a child may have, and ``delegate_task`` when it ``may_delegate``."""
+    from acp_hermes_tools import declared
+
+    wanted = set(toolsets)
+    names = {name for name in available
+             if (tool := declared(name)) is not None and tool.delegable and wanted & set(tool.toolsets)}
+    return frozenset(names | {DELEGATE_TOOL_NAME}) if may_delegate else frozenset(names)
 
 
 def present_delegation(args: dict[str, Any], scope: ToolScope) -> Presentation:
@@ -160,7 +175,7 @@ def delegate_tool(parent: Callable[[], Session | None], children: ChildSessions)
             raise ToolError("the session that would delegate has ended")
         return await Delegation(session, children, ctx, _tasks(args, session), args.get("max_iterations")).run()
 
-    return Tool(name=DELEGATE_TOOL_NAME, description=DESCRIPTION, schema=SCHEMA, handler=handler, kind="other",
+    return Tool(name=DELEGATE_TOOL_NAME, description=description(), schema=SCHEMA, handler=handler, kind="other",
                 access=Access.READ, present=present_delegation)
 
 
@@ -325,7 +340,7 @@ class Delegation:
         self._states[index] = outcome.status
         await services.emit(ChildEnded(child_id, outcome.stop_reason, outcome.usage,
                                        outcome.detail if outcome.status == "failed" else None))
-        services.memory_hook("on_delegation", task.goal, outcome.answer, child_session_id=child_id)
+        services.publish(TaskDelegated(task.goal, outcome.answer, child_id))
         await self._show()
         return outcome
 

@@ -4,15 +4,20 @@ The core knows nothing about ACP: it describes what happened with these plain va
 them to an ``EventSink``. The ACP adapter turns them into ``session/update``s; tests and the
 demo can consume them directly. Tools report through the subset in ``tools.contracts``
 (``ToolCallUpdated``, ``PlanUpdated``).
+
+``SessionEvent``s are the other stream: what happened in a session that the user is not shown but
+an external memory provider hears of (``Session.publish``). ``core.memory_providers`` translates
+each into the provider's hook of Hermes's name.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from acp_hermes.model.messages import Message
 from acp_hermes.model.types import Usage
 from acp_hermes_memory.values import value
-from acp_hermes_tools.contracts import Display, Location, PlanUpdated, ToolCallUpdated, ToolKind
+from acp_hermes_tools.contracts import Display, Location, MemoryWritten, PlanUpdated, ToolCallUpdated, ToolKind
 
 FinalStatus = Literal["completed", "failed"]
 
@@ -126,3 +131,38 @@ class EventSink(Protocol):
     """Where the loop and the session report what happened."""
 
     async def emit(self, event: Event) -> None: ...
+
+
+@value
+class TurnEnded:
+    """A model turn ended (not cancelled): what the user said and what the agent answered."""
+
+    user_text: str
+    answer: str
+
+
+@value
+class CompactionStarting:
+    """The conversation is about to be summarised: ``messages`` as the model saw them."""
+
+    messages: list[Message]
+
+
+@value
+class TaskDelegated:
+    """A delegated task's child ended: its ``task`` (goal), its answer and its session."""
+
+    task: str
+    result: str
+    child_session_id: str
+
+
+@value
+class SessionEnded:
+    """The session closes: its conversation as the model saw it."""
+
+    messages: list[Message]
+
+
+# ``MemoryWritten`` comes from a tool's result (``ToolResult.effects``).
+SessionEvent = TurnEnded | CompactionStarting | TaskDelegated | SessionEnded | MemoryWritten

@@ -24,8 +24,6 @@ log = logging.getLogger(__name__)
 HINT_FILENAMES = ("AGENTS.md", "agents.md", "CLAUDE.md", "claude.md", ".cursorrules")
 MAX_HINT_CHARS = 8_000
 MAX_DIRS_PER_PATH = 5
-_PATH_ARG_KEYS = ("path", "file_path", "workdir")
-_COMMAND_TOOLS = frozenset({"terminal"})
 
 
 class SubdirectoryHintTracker:
@@ -95,9 +93,16 @@ class SubdirectoryHintTracker:
 
 
 def _candidate_paths(tool_name: str, args: Mapping[str, Any]) -> list[str]:
-    candidates = [args[key] for key in _PATH_ARG_KEYS if isinstance(args.get(key), str)]
-    command = args.get("command")
-    if tool_name in _COMMAND_TOOLS and isinstance(command, str):
+    """The paths a call names: its tool's path arguments, and the path-like words of its command line
+    when it has one (``Tool.path_args``, ``Tool.command_arg``; a tool from outside: the common names)."""
+    from acp_hermes_tools import declared  # a tool call's: the tools are loaded by now
+    from acp_hermes_tools.registry import COMMON_PATH_ARGS
+
+    tool = declared(tool_name)
+    keys, command_arg = (COMMON_PATH_ARGS, None) if tool is None else (tool.path_args, tool.command_arg)
+    candidates = [args[key] for key in keys if isinstance(args.get(key), str)]
+    command = args.get(command_arg) if command_arg else None
+    if isinstance(command, str):
         candidates.extend(_command_paths(command))
     return list(dict.fromkeys(c for c in candidates if c.strip() and "\0" not in c))
 

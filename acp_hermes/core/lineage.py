@@ -5,7 +5,7 @@ from __future__ import annotations
 from acp_hermes.permissions.gate import SessionGrants
 from acp_hermes_memory.values import value
 
-DELEGATE_TOOL_NAME = "delegate_task"
+DELEGATE_TOOL_NAME = "delegate_task"  # the tool core.delegation declares
 
 
 @value
@@ -18,3 +18,8 @@ class SubagentSpec:
     tool_names: frozenset[str]
     max_iterations: int
     grants: SessionGrants
+
+    @property
+    def may_delegate(self) -> bool:
+        """Whether it gets a ``delegate_task`` of its own (it is above the depth limit)."""
+        return DELEGATE_TOOL_NAME in self.tool_names

@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 import anyio
 
+from acp_hermes.core.events import CompactionStarting, SessionEnded, SessionEvent, TaskDelegated, TurnEnded
+from acp_hermes.model.provider import messages_to_wire
 from acp_hermes_memory.providers import (
     MemoryProvider,
     ProviderError,
@@ -35,7 +37,7 @@ from acp_hermes_memory.providers import (
     current_session_id,
     find,
 )
-from acp_hermes_tools.contracts import TextDisplay
+from acp_hermes_tools.contracts import MemoryWritten, TextDisplay
 from acp_hermes_tools.mcp.schema import SchemaCheck
 from acp_hermes_tools.registry import Access, Presentation, Tool, ToolError, ToolResult
 
@@ -258,25 +260,31 @@ class MemoryProviders:
 
         return guard_context_text(f"memory provider {provider.name}", found.strip())
 
-    def turn_ended(self, session_id: str, user_text: str, answer: str) -> None:
-        """Tell the provider what was said, then let it warm up the next recall (in the background)."""
+    def publish(self, session_id: str, event: SessionEvent) -> None:
+        """What happened in session ``session_id``, told to the provider in the background by its hook of
+        Hermes's name: the one place the session's events meet those names."""
         provider = self.external
         if provider is None:
             return
+        if isinstance(event, TurnEnded):  # what was said; then the next recall may warm up
 
-        def after() -> None:
-            provider.sync_turn(user_text, answer, session_id=session_id)
-            provider.queue_prefetch(user_text, session_id=session_id)
+            def after() -> None:
+                provider.sync_turn(event.user_text, event.answer, session_id=session_id)
+                provider.queue_prefetch(event.user_text, session_id=session_id)
 
-        self._background("sync_turn", after, session_id)
-
-    def hook(self, session_id: str, name: str, *args: Any, **kwargs: Any) -> None:
-        """One of the provider's optional hooks (``on_pre_compress``, ``on_delegation``, ``on_memory_write``,
-        ``on_session_end``), called in the background for ``session_id``."""
-        provider = self.external
-        if provider is not None:
-            method = getattr(provider, name)
-            self._background(name, lambda: method(*args, **kwargs), session_id)
+            self._background("sync_turn", after, session_id)
+        elif isinstance(event, MemoryWritten):
+            self._background("on_memory_write",
+                             lambda: provider.on_memory_write(event.action, event.target, event.content), session_id)
+        elif isinstance(event, CompactionStarting):  # the messages in the form Hermes's hooks take: the API's
+            self._background("on_pre_compress", lambda: provider.on_pre_compress(messages_to_wire(event.messages)),
+                             session_id)
+        elif isinstance(event, TaskDelegated):
+            self._background("on_delegation", lambda: provider.on_delegation(
+                event.task, event.result, child_session_id=event.child_session_id), session_id)
+        elif isinstance(event, SessionEnded):
+            self._background("on_session_end", lambda: provider.on_session_end(messages_to_wire(event.messages)),
+                             session_id)
 
     def _background(self, what: str, call: Callable[[], Any], session_id: str = "") -> None:
         future = self._submit(what, call, session_id)

@@ -2,10 +2,11 @@
 
 Every ``memory_nudge_interval`` user turns (memory) and ``skill_nudge_interval`` tool-using model
 calls (skills), after the turn has ended, a separate agent gets a snapshot of the conversation,
-only the memory and skill tools, at most ``MAX_REVIEW_CALLS`` model calls and no nudges of its
-own, and is asked whether anything is worth keeping. It runs beside the session: it never holds
-the session's turn, never changes its frozen prompt, and is cancelled with it. A counter resets
-when the agent uses that tool of its own accord.
+only the tools that say a review may use them (``Tool.reviewed``: the memory and skill tools), at
+most ``MAX_REVIEW_CALLS`` model calls and no nudges of its own, and is asked whether anything is
+worth keeping. It runs beside the session: it never holds the session's turn, never changes its
+frozen prompt, and is cancelled with it. A counter resets when the agent uses a tool that saves
+that kind of thing (``Tool.saves``: notes, skills) of its own accord.
 
 Nothing it does is silent: each of its calls is shown in the session as a tool call (titled
 "Review: …") and stored so ``session/load`` replays it. Its writes pass the same locks and
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REVIEW_TOOLS = ("memory", "skills_list", "skill_view", "skill_manage")
 MAX_REVIEW_CALLS = 8
 
 MEMORY_REVIEW = (
@@ -74,8 +74,11 @@ class Nudges:
 
     def after_turn(self, tools_used: set[str], tool_calls: int) -> tuple[bool, bool]:
         """Count a finished turn; (review memory?, review skills?) — a review that fires resets."""
-        self.turns_since_memory = 0 if "memory" in tools_used else self.turns_since_memory + 1
-        self.calls_since_skill = 0 if "skill_manage" in tools_used else self.calls_since_skill + tool_calls
+        from acp_hermes_tools import declared
+
+        saved = {tool.saves for name in tools_used if (tool := declared(name)) is not None}
+        self.turns_since_memory = 0 if "notes" in saved else self.turns_since_memory + 1
+        self.calls_since_skill = 0 if "skills" in saved else self.calls_since_skill + tool_calls
         memory = 0 < self.memory_interval <= self.turns_since_memory
         skills = 0 < self.skill_interval <= self.calls_since_skill
         if memory:
@@ -115,10 +118,9 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[U
     """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost."""
     from acp_hermes.core.loop import AgentLoop
     from acp_hermes.core.turn_input import TurnInput, UserPrompt
-    from acp_hermes_tools.registry import ToolRegistry
 
     instruction = "\n\n".join(text for wanted, text in ((memory, MEMORY_REVIEW), (skills, SKILL_REVIEW)) if wanted)
-    registry = ToolRegistry(tool for name in REVIEW_TOOLS if (tool := target.registry.get(name)) is not None)
+    registry = target.registry.where(lambda tool: tool.reviewed)
     sink = _ReviewSink(target)
     gate = _ReviewGate(target)
 

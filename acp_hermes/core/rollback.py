@@ -24,7 +24,7 @@ import anyio
 
 from acp_hermes.core.side_calls import SideCall
 from acp_hermes.core.turn_input import FilesRolledBack
-from acp_hermes_memory.text import counted
+from acp_hermes_memory.text import counted, looks_binary
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
 
@@ -235,7 +235,7 @@ def _text(contents: dict[str, bytes], state: FileState) -> str | None:
     if state.blob is None:
         return ""
     data = contents.get(state.blob)
-    if data is None or len(data) > SHOWN_BYTES or b"\0" in data[:8192]:
+    if data is None or len(data) > SHOWN_BYTES or looks_binary(data):
         return None
     try:
         return data.decode("utf-8")

@@ -94,10 +94,11 @@ class Runtime:
 
     @property
     def tool_names(self) -> frozenset[str]:
-        """The tools' names without building the registry, which imports every tool module."""
-        from acp_hermes_tools import CORE_TOOL_NAMES
+        """The tools' names, from the manifest (importing the tool modules, not building the registry:
+        a new session's system prompt needs them while the warm-up may hold the build lock)."""
+        from acp_hermes_tools import core_tools
 
-        return frozenset(CORE_TOOL_NAMES)
+        return frozenset(tool.name for tool in core_tools())
 
     @property
     def db(self) -> SessionDB:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from acp_hermes.config import Settings
-from acp_hermes.core.events import AgentText, Event, EventSink, UsageReported
+from acp_hermes.core.events import AgentText, Event, EventSink, SessionEvent, UsageReported
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import Editor, ToolEventSink
@@ -136,13 +136,10 @@ class SessionServices:
         return self._mcp_registry[1]
 
     def _tools_of_its_own(self) -> ToolRegistry:
-        from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
-
         tools = self.runtime.registry
         may_delegate = self.settings.delegation.enabled
         if self._subagent is not None:
-            tools = tools.only(self._subagent.tool_names)
-            may_delegate = DELEGATE_TOOL_NAME in self._subagent.tool_names
+            tools, may_delegate = tools.only(self._subagent.tool_names), self._subagent.may_delegate
         if self._provider_tools_added:  # an external memory provider's tools, for the user's own sessions
             tools = tools.extended(self.runtime.memory_providers.tools())
         return tools.extended([self.children.delegate_tool(self._session_id)]) if may_delegate else tools
@@ -206,24 +203,17 @@ class SessionServices:
         runtime = self.runtime
         return await anyio.to_thread.run_sync(lambda: runtime.memory_providers.summary())
 
-    def memory_hook(self, name: str, *args: Any, **kwargs: Any) -> None:
-        """Tell the external memory provider, if one is configured, what happened (in the background)."""
+    def publish(self, event: SessionEvent) -> None:
+        """What happened in this session that the user is not shown: the external memory provider, if one
+        is configured, hears of it (in the background; a child's work is its parent's business)."""
         if self._subagent is None and self.settings.memory.providers:
-            self.runtime.memory_providers.hook(self._session_id, name, *args, **kwargs)
-
-    def hook_with_history(self, name: str, state: SessionState) -> None:
-        """``memory_hook`` with the conversation, in the form the provider's plugin API knows (the API's)."""
-        if self._subagent is None and self.settings.memory.providers:
-            from acp_hermes.model.provider import messages_to_wire
-
-            self.runtime.memory_providers.hook(self._session_id, name, messages_to_wire(state.transcript.messages))
+            self.runtime.memory_providers.publish(self._session_id, event)
 
     def tool_finished(self, call: ToolCall, result: ToolResult) -> None:
-        """A call of this session's turn finished: a change to the built-in memory reaches the provider."""
-        args = call.arguments or {}
-        if call.name == "memory" and result.ok and args.get("action") in ("add", "replace", "remove"):
-            self.memory_hook("on_memory_write", str(args["action"]), str(args.get("target") or "memory"),
-                             str(args.get("content") or args.get("old_text") or ""))
+        """A call of this session's turn finished: what it changed beyond its result (a write to the
+        built-in memory) is published."""
+        for effect in result.effects:
+            self.publish(effect)
 
     # -- usage and spend
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices, apply_choice
+from acp_hermes.core.events import SessionEnded
 
 if TYPE_CHECKING:
     from acp_hermes.core.compactor import Compaction
@@ -166,6 +167,6 @@ class Session:
 
     def close(self) -> None:
         """End the session: its servers, background commands and reviews stop, and so does its turn."""
-        self.services.hook_with_history("on_session_end", self.state)
+        self.services.publish(SessionEnded(list(self.state.transcript.messages)))
         self.services.close()
         self.cancel()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.core.choices import SessionChoices, bypass_refusal, stored_budget, withhold_bypass
+from acp_hermes.core.choices import SessionChoices, allowed_choices, new_session_choices, stored_budget
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError, not_for_a_subagent
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
@@ -179,30 +179,26 @@ class SessionManager:
 
     def new_choices(self) -> SessionChoices:
         """What a new session starts with: known before it is built and stored."""
-        settings = self.runtime.settings
-        return self._as_allowed(SessionChoices(mode=settings.default_mode, model=settings.model,
-                                               thought_level=settings.thought_level))
-
-    def _as_allowed(self, choices: SessionChoices) -> SessionChoices:
-        """``choices`` as this machine and the user's own config allow them: ``bypass`` only where a
-        sandbox holds commands, or where ``allow_unsandboxed_bypass`` accepts every command running
-        with the user's rights, unasked."""
-        sandbox = self.runtime.sandbox
-        allowed = sandbox.available or self.runtime.settings.allow_unsandboxed_bypass
-        why = "" if allowed else bypass_refusal(sandbox.detail, self.runtime.paths.config_file)
-        return withhold_bypass(choices, why, unsandboxed=not sandbox.available)
+        return new_session_choices(self.runtime)
 
     def create_soon(self, cwd: Path, extra: tuple[Path, ...] = (), *,
-                    mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple) -> NewSession:
+                    mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple,
+                    announced: NewSession | None = None) -> NewSession:
         """``create`` in the background: the id and choices now (what ``session/new`` answers with),
         the session once built; ``get`` waits for it, and raises ``SessionCreationFailed`` if it
         could not be made. ``mcp_servers`` is called as the session is built (converting the
-        editor's list imports code the answer need not wait for)."""
+        editor's list imports code the answer need not wait for). ``announced``: the id and choices
+        the client was given already (by the adapter's reception, before the handlers existed)."""
         self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails the caller itself
-        new = NewSession(str(uuid.uuid4()), self.new_choices())
+        new = announced or NewSession(str(uuid.uuid4()), self.new_choices())
         self._opening[new.id] = _Opening()
         self._spawn(self._create_in_background(new, cwd, extra, mcp_servers))
         return new
+
+    def could_not_create(self, session_id: str, why: str) -> None:
+        """A session the client was told of (``announced``) that could not even be begun: requests on
+        it raise ``SessionCreationFailed`` saying why."""
+        self._failed[session_id] = why
 
     async def _create_in_background(self, new: NewSession, cwd: Path, extra: tuple[Path, ...],
                                     mcp_servers: Callable[[], Sequence[McpServerSpec]]) -> None:
@@ -400,7 +396,7 @@ class SessionManager:
         record = stored.record
         settings = self.runtime.settings
         config = record.model_config or {}
-        choices = choices or self._as_allowed(SessionChoices(
+        choices = choices or allowed_choices(self.runtime, SessionChoices(
             mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
             model=record.model or settings.model,
             thought_level=config.get("thought_level", settings.thought_level),
@@ -454,8 +450,8 @@ class SessionManager:
         its I/O through its parent's editor, its changes in its parent's checkpoint, its spend in its
         parent's budget."""
         state, services = parent.state, parent.services
-        choices = self._as_allowed(SessionChoices(mode=state.choices.mode, model=state.choices.model,
-                                                  thought_level=state.choices.thought_level))
+        choices = allowed_choices(self.runtime, SessionChoices(mode=state.choices.mode, model=state.choices.model,
+                                                               thought_level=state.choices.thought_level))
         links = SessionLinks(sink=sink, asker=asker, editor=services.editor, checkpoints=services.checkpoints,
                              budget=services.budget)
         child = await self.create(state.cwd, state.additional_directories, session_id=child_id, parent_id=parent.id,

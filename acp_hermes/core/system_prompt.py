@@ -240,54 +240,21 @@ def _identity(paths: Paths, max_chars: int) -> str:
 
 
 def _tool_guidance(tools: frozenset[str]) -> str:
-    """How to work in the editor, mentioning only the tools this session actually has."""
+    """How to work in the editor, mentioning only the tools this session actually has: what each of
+    them says of itself (``Tool.guidance``), in the order they give."""
+    from acp_hermes_tools import core_tools  # the tool modules, imported as the session is built
+
+    guided = sorted(((tool.guidance, index) for index, tool in enumerate(core_tools())
+                     if tool.name in tools and tool.guidance is not None), key=lambda item: (item[0].order, item[1]))
     bullets = ["Be concise. Act with your tools instead of describing what you would do."]
-    if "read_file" in tools:
-        bullets.append("Read a file with `read_file` before you edit it; never edit from memory.")
-    if "search_files" in tools:
-        bullets.append("Find code with `search_files` instead of guessing paths or names.")
-    if "patch" in tools:
-        rewrite = " Use `write_file` only for new files or full rewrites." if "write_file" in tools else ""
-        bullets.append(f"Prefer `patch` for small, targeted edits.{rewrite}")
-    elif "write_file" in tools:
-        bullets.append("Use `write_file` to create or rewrite files.")
-    if "terminal" in tools:
-        bullets.append("Check your work: run tests, builds and linters with `terminal`, and report failures.")
-    if "todo" in tools:
-        bullets.append("For multi-step work keep a plan with `todo` and update it as steps finish.")
-    if "clarify" in tools:
-        bullets.append("When a request is ambiguous or a decision is the user's to make, ask with `clarify` "
-                       "instead of guessing; do not use it to confirm routine steps.")
-    if tools & {"patch", "write_file", "terminal"}:
+    bullets += [line for guidance, _ in guided if (line := guidance.line_for(tools))]
+    if any(guidance.previewed for guidance, _ in guided):
         bullets.append(
             "The user sees each file edit as a diff and each command before it runs, and may decline. "
             "If something is declined, do not retry it or a variant: ask the user how to proceed."
         )
     sections = ["# How to work\n" + "\n".join(f"- {bullet}" for bullet in bullets)]
-    if "memory" in tools:
-        sections.append(
-            "# Memory\n"
-            "Your `memory` tool persists notes across sessions; they are injected into *future* sessions, "
-            "not this one. Save durable facts about projects, environment, conventions and lessons "
-            "learned to memory; save who the user is (name, role, preferences, style) to the user "
-            "profile. Keep entries short and factual; skip transient task state and anything the code "
-            "already says; fix or remove entries that turn out wrong."
-        )
-    if "skill_manage" in tools:
-        sections.append(
-            "# Skills\n"
-            "Skills are procedures you and the user saved for recurring work. When a task matches a skill "
-            "in the index below, load it with `skill_view` before you start and follow it. After a task "
-            "that took real trial and error, or when the user shows you how they want something done, save "
-            "the procedure with `skill_manage` (create, or patch the skill you used when it was wrong or "
-            "incomplete)."
-        )
-    if "session_search" in tools:
-        sections.append(
-            "# Past sessions\n"
-            "When the user refers to earlier work or a past conversation, look it up with "
-            "`session_search` before asking them to repeat themselves."
-        )
+    sections += [guidance.section for guidance, _ in guided if guidance.section]
     return "\n\n".join(sections)
 
 

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 @value
 class ToolOutcome:
-    """A finished tool call as it is stored: for the model and for replay."""
+    """A finished tool call: as it is stored (for the model and for replay) and as it is read back
+    (``stored_messages``; ``text`` is the result the model read, "" for a call the model API ran)."""
 
     call_id: str
     name: str
@@ -398,21 +399,7 @@ class StoredReply:
     reasoning: str
 
 
-@value
-class StoredToolCall:
-    call_id: str
-    name: str
-    title: str
-    kind: str
-    raw_input: Any
-    ok: bool
-    display: tuple[Display, ...]
-    locations: tuple[Location, ...]
-    raw_output: Any = None
-    plan: tuple[PlanEntry, ...] | None = None
-
-
-StoredMessage = StoredPrompt | StoredReply | StoredToolCall
+StoredMessage = StoredPrompt | StoredReply | ToolOutcome
 
 
 def prompt_message_id(row_id: int) -> str:
@@ -433,25 +420,26 @@ def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
             yield StoredPrompt(display.get("client_message_id") or prompt_message_id(row.id), parts)
         elif row.role == "assistant":
             for call in display.get(SERVER_CALLS_KEY) or ():
-                yield _stored_call(str(call.get("call_id")), str(call.get("name") or "web"), call)
+                yield _stored_call(str(call.get("call_id")), str(call.get("name") or "web"), "", call)
             yield StoredReply(display.get("message_id") or f"agent-{row.id}", row.content, row.reasoning or "")
         elif row.role == "tool":
             yield _stored_tool_call(row, display)
 
 
-def _stored_tool_call(row: MessageRecord, display: dict[str, Any]) -> StoredToolCall:
-    return _stored_call(row.tool_call_id or f"call-{row.id}", row.tool_name or "tool", display)
+def _stored_tool_call(row: MessageRecord, display: dict[str, Any]) -> ToolOutcome:
+    return _stored_call(row.tool_call_id or f"call-{row.id}", row.tool_name or "tool", row.content, display)
 
 
-def _stored_call(call_id: str, name: str, display: dict[str, Any]) -> StoredToolCall:
+def _stored_call(call_id: str, name: str, text: str, display: dict[str, Any]) -> ToolOutcome:
     """A call as it was shown (``ToolOutcome.display_record``)."""
     plan = display.get("plan")
-    return StoredToolCall(
+    return ToolOutcome(
         call_id=call_id,
         name=name,
         title=display.get("title") or name,
         kind=display.get("kind") or "other",
         raw_input=display.get("raw_input"),
+        text=text,
         ok=display.get("status") == "completed",
         display=decode_display(display.get("display") or []),
         locations=_locations(display.get("locations")),

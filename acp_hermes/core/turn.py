@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from acp_hermes.core.events import CompactionStarting, TurnEnded
 from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.pricing import context_window
 from acp_hermes.permissions.modes import Mode
@@ -197,7 +198,7 @@ class Turn:
         await services.job_notices.turn_ended()
         if stop != "cancelled":
             if providers is not None:
-                providers.turn_ended(state.id, turn_input.prompt.text, final_answer(state.transcript.messages))
+                services.publish(TurnEnded(turn_input.prompt.text, final_answer(state.transcript.messages)))
             if not state.title and not services.naming_started:
                 services.naming_started = True
                 services.on_first_exchange()
@@ -275,7 +276,7 @@ async def compact(state: SessionState, services: SessionServices, focus: str | N
         registry=runtime.registry, scope=services.tools, auxiliary=services.auxiliary, db=runtime.db,
         make_context=services.tool_context, rebuild_prompt=services.rebuild_prompt, flush=settings.memory_flush,
     )
-    services.hook_with_history("on_pre_compress", state)
+    services.publish(CompactionStarting(list(state.transcript.messages)))
     compaction = await compact_target(target, focus=focus, manual=manual)
     if compaction.done:
         state.go_on_from(target.transcript, target.system_prompt,

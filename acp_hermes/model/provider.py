@@ -191,7 +191,7 @@ def _server_result(data: dict[str, Any], tool: str) -> ServerToolResult:
     content = data.get("content")
     if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
         return ServerToolResult(call_id, tool, data, error_code=str(content.get("error_code") or "unknown"))
-    if tool == "web_search":
+    if data.get("type") == "web_search_tool_result":
         hits = tuple(SearchHit(str(item.get("title") or item.get("url") or ""), str(item.get("url") or ""))
                      for item in content if isinstance(item, dict)) if isinstance(content, list) else ()
         return ServerToolResult(call_id, tool, data, hits=hits)

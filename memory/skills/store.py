@@ -43,7 +43,7 @@ from acp_hermes_memory.skills.records import (
     SkillView,
     valid_name,
 )
-from acp_hermes_memory.text import counted
+from acp_hermes_memory.text import counted, looks_binary
 
 log = logging.getLogger(__name__)
 
@@ -300,12 +300,12 @@ class SkillStore:
         relative = _relative_support_path(file_path)
         skill_dir = Path(os.path.realpath(info.path))
         path = _inside(skill_dir.joinpath(*relative.parts), skill_dir)
-        text = _read_text(path, MAX_FILE_BYTES)
-        if text is None:
+        data = _read_bytes(path, MAX_FILE_BYTES)
+        if data is None:
             raise SkillError(f"{info.qualified_name} has no file {file_path!r}. Files: {', '.join(files) or 'none'}.")
-        if "\0" in text[:8192]:
-            return f"[binary file, {path.stat().st_size:,} bytes: not shown]"
-        return text
+        if looks_binary(data):
+            return f"[binary file, {len(data):,} bytes: not shown]"
+        return data.decode("utf-8", errors="replace")
 
     def _support_files(self, info: SkillInfo) -> list[str]:
         """Supporting files of a skill, relative to its folder (symlinks are not followed)."""
@@ -383,16 +383,21 @@ def _inside(path: Path, directory: Path) -> Path:
 
 def _read_text(path: Path, limit_bytes: int | None = None) -> str | None:
     """The file's text (None when it does not exist), refusing one over ``limit_bytes``."""
+    data = _read_bytes(path, limit_bytes)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_bytes(path: Path, limit_bytes: int | None = None) -> bytes | None:
+    """The file's bytes (None when it does not exist), refusing one over ``limit_bytes``."""
     try:
         with open(path, "rb") as handle:
             if limit_bytes is not None and os.fstat(handle.fileno()).st_size > limit_bytes:
                 raise SkillError(f"{path.name} is larger than {limit_bytes:,} bytes; skill files are kept small.")
-            data = handle.read()
+            return handle.read()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise SkillError(f"{path} is a folder, not a file.") from None
-    return data.decode("utf-8", errors="replace")
 
 
 def _scanned(label: str, text: str) -> str:

@@ -24,6 +24,7 @@ async def test_a_request_on_a_session_deleted_elsewhere_is_not_found(
     home = tmp_path / "hermes-home"
     async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
         sid = await agent.new_session()
+        await agent.wait_for_update(sid, "available_commands_update")  # built and stored, as an open thread is
         deleted = run_cli("sessions", "delete", sid, "--yes", home=home)  # another process
         assert deleted.returncode == 0, deleted.stderr
 

@@ -437,6 +437,8 @@ class RawAgent:
     arrivals: Arrivals
     stdout_lines: list[bytes] = field(default_factory=list)
     messages: list[Any] = field(default_factory=list)
+    # The length of stderr as each stdout line arrived: what the server had logged (or traced) by then.
+    stderr_sizes: list[int] = field(default_factory=list)
     _next_id: int = 0
 
     @property
@@ -472,6 +474,7 @@ class RawAgent:
     async def _read(self) -> None:
         assert self.process.stdout is not None
         while line := await self.process.stdout.readline():
+            self.stderr_sizes.append(self.stderr_path.stat().st_size)
             self.stdout_lines.append(line)
             try:
                 self.messages.append(json.loads(line))

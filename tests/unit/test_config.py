@@ -82,11 +82,10 @@ def test_toolsets_are_deduplicated_in_order_and_frozen() -> None:
         delegation.max_depth = 3
 
 
-def test_every_toolset_names_real_tools_and_the_defaults_are_toolsets() -> None:
+def test_every_toolset_holds_a_tool_and_the_defaults_are_toolsets() -> None:
     from acp_hermes_tools import core_tools
 
-    known = {tool.name for tool in core_tools()}
-    assert {name for tools in TOOLSETS.values() for name in tools} <= known
+    assert {toolset for tool in core_tools() for toolset in tool.toolsets} == set(TOOLSETS)
     assert set(DelegationSettings().toolsets) <= set(TOOLSETS)
 
 

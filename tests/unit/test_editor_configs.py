@@ -23,6 +23,7 @@ from acp_hermes.adapter.options import config_options
 from acp_hermes.adapter.server import AUTH_METHOD_KEY, HermesAgent
 from acp_hermes.config import Paths, Settings
 from acp_hermes.core.choices import SessionChoices
+from acp_hermes.core.runtime import Runtime
 from acp_hermes.permissions.modes import Mode
 from tests.support import REPO_ROOT
 
@@ -279,7 +280,7 @@ def registry_auth_type(method: dict[str, object]) -> object:
 @pytest.mark.parametrize("capabilities", [REGISTRY_CHECK_CAPABILITIES, TERMINAL_AUTH_CAPABILITIES, {}])
 async def test_initialize_offers_auth_methods_the_registry_accepts(tmp_path: Path,
                                                                    capabilities: dict[str, object]) -> None:
-    agent = HermesAgent(Paths(tmp_path), Settings())
+    agent = HermesAgent(Runtime(Settings(), Paths(tmp_path)))
     answer = await agent.initialize(protocol_version=1, client_capabilities=capabilities)
     methods = answer["authMethods"]
     assert methods and all(method.get("type", "agent") in {"agent", "terminal"} for method in methods)

@@ -19,6 +19,7 @@ from acp.schema import (
 from acp_hermes.adapter.prompt_blocks import to_block, to_part, to_parts
 from acp_hermes.adapter.server import HermesAgent
 from acp_hermes.config import Paths, Settings
+from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.user_prompt import (
     AudioPart,
     ImagePart,
@@ -114,7 +115,7 @@ class FakeSession:
 
 @pytest.fixture
 def agent_and_session(tmp_path: Path) -> tuple[HermesAgent, FakeSession]:
-    agent = HermesAgent(Paths(tmp_path), Settings())
+    agent = HermesAgent(Runtime(Settings(), Paths(tmp_path)))
     session = FakeSession()
 
     async def find(session_id: str, instead: str) -> FakeSession:

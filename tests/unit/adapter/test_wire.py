@@ -207,6 +207,27 @@ async def test_eof_with_an_unanswered_request_waits_only_the_grace(monkeypatch: 
     assert await asyncio.wait_for(transport.receive(), 2) is None
 
 
+@pytest.mark.anyio
+async def test_what_was_read_ahead_is_received_first_and_reading_goes_on_after_it() -> None:
+    """The reception reads with ``read_message`` (the end of input says nothing to ``on_eof`` there)
+    and hands back where the SDK goes on: a message, or a read still under way."""
+    transport, _ = transport_over(b'{"id":1,"method":"a"}\n{"id":2,"method":"b"}\n{"id":3,"method":"c"}\n')
+    gone: list[bool] = []
+    transport.on_eof = lambda: gone.append(True)
+    first = await transport.read_message()
+    transport.hand_back(first)
+    assert [(await transport.receive() or {}).get("id") for _ in range(2)] == [1, 2]
+    transport.hand_back(asyncio.ensure_future(transport.read_message()))
+    assert (await transport.receive() or {}).get("id") == 3
+    assert await transport.read_message() is None and await transport.read_message() is None
+    assert gone == []
+    for request_id in (1, 2, 3):
+        await transport.send({"jsonrpc": "2.0", "id": request_id, "result": {}})
+    transport.hand_back(None)  # the reception saw the end: the SDK's side reads it again
+    assert await transport.receive() is None
+    assert gone == [True]
+
+
 # -- send ---------------------------------------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ import pytest
 from acp_hermes.core.compression import FLUSH_INSTRUCTION, SUMMARY_MARKER
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted, UsageReported
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import StoredToolCall, stored_messages
+from acp_hermes.core.transcript import ToolOutcome, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
@@ -38,7 +38,7 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
     flush = env.provider.requests[-1]
     assert FLUSH_INSTRUCTION in str(wire(flush.messages)[-1]["content"])
     assert "The user is Ada." in (env.runtime.paths.memories / "USER.md").read_text()
-    replayed = [m for m in stored_messages(env.runtime.db.conversation(root)) if isinstance(m, StoredToolCall)]
+    replayed = [m for m in stored_messages(env.runtime.db.conversation(root)) if isinstance(m, ToolOutcome)]
     assert [m.name for m in replayed] == ["memory", "compact"]  # the flush's write is replayed by a load too
     system, prompt = env.provider.auxiliary_prompts[-1]
     assert "Goal" in system + prompt and "the parser" in prompt
@@ -79,9 +79,9 @@ async def test_a_restored_session_continues_from_the_summary_and_replays_everyth
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored.state.transcript.messages == compacted_history
     shown = list(stored_messages(rows))
-    prompts = [m for m in shown if not isinstance(m, StoredToolCall)]
+    prompts = [m for m in shown if not isinstance(m, ToolOutcome)]
     assert len(prompts) == 2 * 13  # every question and answer once, none of the carried copies
-    assert [m.name for m in shown if isinstance(m, StoredToolCall)] == ["compact"]
+    assert [m.name for m in shown if isinstance(m, ToolOutcome)] == ["compact"]
     assert [row.id for row in env.runtime.db.conversation(session.id)] == [row.id for row in rows]
 
 

@@ -7,37 +7,55 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from acp_hermes.config import DEFAULT_CHILD_TOOLSETS, TOOLSETS, DelegationSettings, Settings
-from acp_hermes.core.delegation import NEVER_DELEGATED, ChildOutcome, Task, _tasks, card_title, tool_names_for
+from acp_hermes.config import DelegationSettings, Settings
+from acp_hermes.core.delegation import (
+    ChildOutcome,
+    Task,
+    _tasks,
+    card_title,
+    description,
+    tool_names_for,
+    toolset_tools,
+)
 from acp_hermes.core.lineage import DELEGATE_TOOL_NAME
 from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.types import Usage
-from acp_hermes_tools import CORE_TOOL_NAMES
+from acp_hermes_tools import core_tools
 from acp_hermes_tools.registry import ToolError
+from acp_hermes_tools.toolsets import DEFAULT_CHILD_TOOLSETS, TOOLSETS
 from tests.support.wire import typed
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
 
-CORE = frozenset(CORE_TOOL_NAMES)
+CORE = frozenset(tool.name for tool in core_tools())
 AVAILABLE = sorted(CORE)  # what a parent's base registry holds (delegate_task is added beside it)
+NEVER_DELEGATED = frozenset({"clarify", "memory", "skill_manage"})  # it cannot ask the user; the parent's stores
 
 
 # -- tool_names_for
 
 
-def test_every_toolset_names_real_tools_and_none_a_child_must_never_have() -> None:
-    for name, tools in TOOLSETS.items():
-        assert set(tools) <= CORE, name
+def test_every_toolset_holds_real_tools_and_none_a_child_must_never_have() -> None:
+    sets = toolset_tools()
+    assert list(sets) == list(TOOLSETS)
+    for name, tools in sets.items():
+        assert tools and set(tools) <= CORE, name
         assert not set(tools) & NEVER_DELEGATED, name
-    assert CORE >= NEVER_DELEGATED  # the rule names tools that exist
+    assert {tool.name for tool in core_tools() if not tool.delegable} == NEVER_DELEGATED
+
+
+def test_the_description_lists_each_toolset_with_its_tools() -> None:
+    assert ("`toolsets` picks their tools: file (read_file, write_file, patch), search (search_files), terminal "
+            "(terminal, process), todo (todo), skills (skills_list, skill_view), session_search (session_search). "
+            "This call returns when every child has finished.") in description()
 
 
 def test_a_child_gets_its_toolsets_tools_and_nothing_else() -> None:
     names = tool_names_for(["file", "search"], AVAILABLE, may_delegate=False)
     assert names == {"read_file", "write_file", "patch", "search_files"}
     every = tool_names_for(list(TOOLSETS), AVAILABLE, may_delegate=False)
-    assert every == {tool for tools in TOOLSETS.values() for tool in tools}
+    assert every == {tool for tools in toolset_tools().values() for tool in tools}
     assert not every & NEVER_DELEGATED and DELEGATE_TOOL_NAME not in every
 
 

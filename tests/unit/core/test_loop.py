@@ -486,7 +486,7 @@ async def test_a_steer_joins_the_results_the_next_request_carries(tmp_path: Path
     # Read back from its rows, the history is the one that was sent (a reload keeps the cached prefix).
     assert history_from_rows(db.messages(SESSION)) == rig.transcript.messages
     assert [type(m).__name__ for m in stored_messages(db.messages(SESSION))] == [
-        "StoredPrompt", "StoredReply", "StoredToolCall", "StoredPrompt", "StoredReply"]
+        "StoredPrompt", "StoredReply", "ToolOutcome", "StoredPrompt", "StoredReply"]
 
 
 async def test_a_steer_waiting_when_the_model_ends_gets_one_more_request(tmp_path: Path, db: SessionDB) -> None:

@@ -13,7 +13,7 @@ import pytest
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
 from acp_hermes.core.review import MEMORY_REVIEW, Nudges
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import StoredToolCall, stored_messages
+from acp_hermes.core.transcript import ToolOutcome, stored_messages
 from acp_hermes.core.turn import nudge
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
@@ -93,7 +93,7 @@ async def test_a_review_writes_memory_beside_the_session_and_shows_what_it_wrote
     assert [e.name for e in started] == ["memory"]
     finished = [e for e in env.log.events if isinstance(e, ToolCallFinished) and e.call_id == started[0].call_id]
     assert finished[0].status == "completed"
-    replayed = [m for m in stored_messages(env.runtime.db.messages(session.id)) if isinstance(m, StoredToolCall)]
+    replayed = [m for m in stored_messages(env.runtime.db.messages(session.id)) if isinstance(m, ToolOutcome)]
     assert [(m.name, m.title.startswith("Review: ")) for m in replayed] == [("memory", True)]
     record = env.runtime.db.get_session(session.id)
     assert record is not None and record.api_call_count == 4  # the review's two calls are charged too

@@ -14,7 +14,7 @@ from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
 from acp_hermes.core.events import AgentText, ToolCallStarted, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
 from acp_hermes.core.session import Session
-from acp_hermes.core.transcript import StoredPrompt, StoredReply, StoredToolCall, ToolOutcome, stored_messages
+from acp_hermes.core.transcript import StoredPrompt, StoredReply, ToolOutcome, stored_messages
 from acp_hermes.core.turn_input import PLAN_MODE_NOTE
 from acp_hermes.core.user_prompt import LinkPart, ResourcePart, TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
@@ -44,12 +44,13 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
     assert restored.state.transcript.messages == live
     assert restored.state.system_prompt == session.state.system_prompt != ""
     shown = list(stored_messages(rows))
-    assert [type(m) for m in shown] == [StoredPrompt, StoredReply, StoredToolCall, StoredReply]
+    assert [type(m) for m in shown] == [StoredPrompt, StoredReply, ToolOutcome, StoredReply]
     prompt, first, call, last = shown
     assert isinstance(prompt, StoredPrompt) and prompt.parts == (TextPart("what is in a.txt?"),)
     assert isinstance(first, StoredReply) and first.text == "Looking."
-    assert isinstance(call, StoredToolCall) and (call.name, call.ok, call.raw_input) == (
+    assert isinstance(call, ToolOutcome) and (call.name, call.ok, call.raw_input) == (
         "read_file", True, {"path": "a.txt"})
+    assert "apple" in call.text and call.result_block() == live[2].blocks[0]  # as the model read it
     assert isinstance(last, StoredReply) and last.text == "It is apple."
 
 
@@ -206,7 +207,7 @@ async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> 
     assert unanswered_calls(restored.state.transcript.messages) == []
     assert rows[-1].role == "tool" and rows[-1].tool_call_id == "toolu_killed"
     assert env.runtime.db.messages(session.id)[-1].tool_call_id == "toolu_killed"  # stored, not only in memory
-    [closed] = [m for m in stored_messages(rows) if isinstance(m, StoredToolCall)]
+    [closed] = [m for m in stored_messages(rows) if isinstance(m, ToolOutcome)]
     assert (closed.name, closed.ok, closed.display) == ("terminal", False, (TextDisplay(INTERRUPTED),))
 
     env.provider.script(text("resumed"))

@@ -10,7 +10,7 @@ import pytest
 
 from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
 from acp_hermes.core.side_calls import BROKE_OFF, SideCall
-from acp_hermes.core.transcript import StoredToolCall, Transcript, stored_messages
+from acp_hermes.core.transcript import ToolOutcome, Transcript, stored_messages
 from acp_hermes_memory.session_db import SessionDB
 from acp_hermes_tools.context import ToolContext
 from acp_hermes_tools.contracts import TextDisplay, ToolEventSink
@@ -41,7 +41,7 @@ async def test_a_card_is_shown_then_finished_once_and_stored_when_asked(tmp_path
             assert card.ctx.call_id == "card-1"
             await card.finish(True, (TextDisplay("done"),), "done")
         assert [type(e) for e in log.events] == [ToolCallStarted, ToolCallFinished]
-        [stored] = [m for m in stored_messages(db.messages("s")) if isinstance(m, StoredToolCall)]
+        [stored] = [m for m in stored_messages(db.messages("s")) if isinstance(m, ToolOutcome)]
         assert (stored.call_id, stored.name, stored.title, stored.ok) == ("card-1", "export", "Export it", True)
         assert transcript.messages == []  # beside the conversation: the model never reads it
     finally:

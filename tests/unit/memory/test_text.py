@@ -1,10 +1,11 @@
-"""The text helpers every layer shares: one line, one line of literal Markdown, counts with their nouns."""
+"""The text helpers every layer shares: one line, one line of literal Markdown, counts with their nouns,
+whether a file's bytes are text."""
 
 from __future__ import annotations
 
 import pytest
 
-from acp_hermes_memory.text import counted, markdown_line, one_line
+from acp_hermes_memory.text import SNIFF_BYTES, counted, looks_binary, markdown_line, one_line
 
 
 def test_one_line_collapses_whitespace_and_cuts_with_an_ellipsis() -> None:
@@ -41,3 +42,18 @@ def test_an_irregular_plural_is_given() -> None:
 
 def test_one_line_collapses_and_cuts() -> None:
     assert one_line("a\n  b\tc", 80) == "a b c" and one_line("abcdef", 4) == "abc…"
+
+
+@pytest.mark.parametrize(("data", "binary"), [
+    (b"", False),
+    (b"plain text\n\twith a tab\r\n", False),
+    ("caf\u00e9 na\u00efve \u2014 \U0001f600\n".encode(), False),
+    (b"\x1b[31mred\x1b[0m and a form feed \f", False),  # terminal colours and page breaks are text
+    (b"PNG\x00\x01\x02 some text after the NUL", True),
+    (b"caf\xe9 in Latin-1, one odd byte among many letters", False),
+    (bytes(range(1, 32)) * 4, True),  # control characters throughout
+    (b"\xff\xfe\xfd" * 100, True),  # no UTF-8 at all
+    (b"a" * SNIFF_BYTES + b"\x00", False),  # only the first SNIFF_BYTES decide
+])
+def test_looks_binary_is_a_nul_or_mostly_bytes_text_does_not_hold(data: bytes, binary: bool) -> None:
+    assert looks_binary(data) is binary

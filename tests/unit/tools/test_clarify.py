@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_hermes_tools import CORE_TOOL_NAMES, core_tools
 from acp_hermes_tools import clarify as clarify_module
+from acp_hermes_tools import core_tools
 from acp_hermes_tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL, DECLINED, DISMISSED, TIMED_OUT, chat_text
 from acp_hermes_tools.context import ToolContext
 from acp_hermes_tools.contracts import Answer, Question, TextDisplay
@@ -51,7 +51,7 @@ async def ask(ctx: ToolContext, **args: object) -> ToolResult:
 
 def test_declaration_and_title() -> None:
     assert (CLARIFY_TOOL.kind, CLARIFY_TOOL.access, CLARIFY_TOOL.parallel_safe) == ("other", Access.READ, False)
-    assert [tool.name for tool in core_tools()][-1] == "clarify" == CORE_TOOL_NAMES[-1]
+    assert [tool.name for tool in core_tools()][-1] == "clarify"
     title = CLARIFY_TOOL.presentation({"question": "Which   database\nshould the cache use?"}, None)  # type: ignore[arg-type]
     assert title.title == "Ask: Which database should the cache use?"
 

@@ -9,7 +9,7 @@ import pytest
 
 from acp_hermes_memory.store import ENTRY_DELIMITER, MemoryStore
 from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, PermissionDenied, ToolServices
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, MemoryWritten, PermissionDenied, ToolServices
 from acp_hermes_tools.memory import MEMORY_TOOL
 from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import make_context, make_scope
@@ -98,6 +98,7 @@ async def test_add_asks_with_the_exact_diff_then_writes(store: MemoryStore, tmp_
     assert result.ok, result.text
     assert gate.state_requests[-1] == ("Update memory: uv", (FileChange(path, "Project uses uv.", "Uses uv 0.9."),))
     assert path.read_text(encoding="utf-8") == "Uses uv 0.9."
+    assert result.effects == (MemoryWritten("replace", "memory", "Uses uv 0.9."),)  # what a provider hears of
 
 
 @pytest.mark.anyio
@@ -181,10 +182,11 @@ async def test_duplicate_add_succeeds_without_asking(store: MemoryStore, tmp_pat
     assert result.text.startswith("Already in memory; nothing changed.")
     assert result.display == ()
     assert gate.state_requests == []
+    assert result.effects == (MemoryWritten("add", "memory", "Uses uv."),)
 
 
 @pytest.mark.anyio
 async def test_without_a_store_the_tool_reports_an_error(tmp_path: Path) -> None:
     result = await call(None, RecordingGate(), tmp_path, action="add", target="memory", content="x")
-    assert not result.ok
+    assert not result.ok and result.effects == ()
     assert result.text == "Error: persistent memory is not available in this session."

@@ -33,7 +33,7 @@ from tests.support.tools import RecordingGate, make_context
 
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(__file__).resolve().parents[2] / "support" / "mcp_server.py")
+SERVER = str(Path(__file__).resolve().parents[1] / "support" / "mcp_server.py")
 
 
 def spec(name: str = "docs", *args: str, **kwargs: float) -> McpServerSpec:

@@ -27,7 +27,7 @@ from acp_hermes_tools.seccomp import filter_file
 from tests.support.listeners import answering
 
 STATUS = detect()
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not STATUS.available, reason=f"no OS sandbox here: {STATUS.detail}")
 NOBODY = 65534
 
