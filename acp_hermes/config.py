@@ -87,6 +87,21 @@ class Paths:
         return self.own / "checkpoints"
 
     @property
+    def skills_history(self) -> Path:
+        """The ledger of every change to a skill's files (``acp-hermes skills history``)."""
+        return self.own / "skills-history.jsonl"
+
+    @property
+    def skills_upkeep(self) -> Path:
+        """When the skills' lifecycle last ran (at most once a day)."""
+        return self.own / "skills-upkeep.json"
+
+    @property
+    def project_skill_scans(self) -> Path:
+        """Verdicts of project skills' scans, by content hash (never kept in the repository)."""
+        return self.own / "project-skill-scans.json"
+
+    @property
     def memories(self) -> Path:
         return self.home / "memories"
 
@@ -159,6 +174,22 @@ class BudgetSettings(BaseModel):
     session_usd: float | None = Field(default=None, gt=0)  # a session's cost, its subagents' included
     turn_usd: float | None = Field(default=None, gt=0)  # one turn's cost, its subagents' included
     session_tokens: int | None = Field(default=None, gt=0)  # a session's tokens: the limit for unpriced models
+
+
+class SkillsSettings(BaseModel):
+    """Skills' lifecycle and curation: the config file's ``skills:`` mapping."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stale_after_days: int = Field(default=30, ge=1)  # a skill the agent created, unused this long, is stale
+    archive_after_days: int = Field(default=90, ge=1)  # ... and this long, moved to skills/.archive/
+    curator: bool = False  # a daily auxiliary-model pass proposing merges and fixes of the agent's skills
+
+    @model_validator(mode="after")
+    def _archive_after_stale(self) -> SkillsSettings:
+        if self.archive_after_days < self.stale_after_days:
+            raise ValueError("archive_after_days must be at least stale_after_days (a skill goes stale first)")
+        return self
 
 
 class MemorySettings(BaseModel):
@@ -239,6 +270,7 @@ class Settings(BaseModel):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)  # spending limits (/budget)
     web: WebSettings = Field(default_factory=WebSettings)  # the API's web search and fetch
     memory: MemorySettings = Field(default_factory=MemorySettings)  # an external memory provider
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)  # skills' lifecycle and curation pass
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -266,7 +298,7 @@ class Settings(BaseModel):
                                       {"default": default})
         return value.strip()
 
-    @field_validator("delegation", "checkpoints", "budget", "web", "memory", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""

@@ -75,8 +75,8 @@ from acp_hermes.testing.scripted_model import (
     ToolUseBlock,
 )
 from acp_hermes_tools import core_tools
-from acp_hermes_tools.context import CommandPermit, ToolContext, ToolScope
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolCallUpdated, ToolEvent
+from acp_hermes_tools.context import Permit, ToolContext, ToolScope
+from acp_hermes_tools.contracts import DiffDisplay, Location, Request, TextDisplay, ToolCallUpdated, ToolEvent
 from acp_hermes_tools.local_io import LocalEditor
 from acp_hermes_tools.registry import ToolCall, ToolRegistry
 
@@ -242,19 +242,8 @@ async def drive_server(blocks: Sequence[Block], workdir: Path) -> Timeline:
 
 
 class AllowAll:
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        return None
-
-    async def authorize_command(
-        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
-    ) -> CommandPermit:
-        return CommandPermit()
-
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        return None
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: str = "file", **_: object) -> None:
-        return None
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        return Permit()
 
 
 class Discard:

@@ -1,4 +1,5 @@
-"""The skills index at 1,000 skills: cold build, warm lookup, skills_list, and the "nothing changed" check.
+"""The skills index at 1,000 skills: cold build, warm lookup, skills_list, the "nothing changed" check,
+the index with every skill's usage, and recording a use.
 
     .venv/bin/python bench/skills_index.py                # 1,000 skills, 30 runs of each
     .venv/bin/python bench/skills_index.py --skills 5000 --runs 50
@@ -23,6 +24,12 @@ import is printed separately):
 * nothing changed: ``unchanged()``, one stat per watched path (roots, categories, SKILL.md files).
   It runs once after each prompt and every 3 s for idle sessions, never per tool call, so it adds
   nothing to a tool call; its target is that of a per-prompt step - <= 5 ms
+* cold index with usage: a new store's ``statuses()`` (the index, and the ``.usage.json`` sidecar
+  Hermes's way: a record for every skill, half of them the agent's) - <= 50 ms
+* warm index with usage: ``statuses()`` on a built store (the sidecar unchanged: one stat) - <= 5 ms
+* recording a use: ``record_use`` as ``skill_view`` calls it, on the turn's path (a queue put; the
+  worker thread writes the sidecar) - <= 1 ms. The write itself, off the turn's path, is printed
+  without a target (one use recorded, then ``flush``).
 
 Also printed, without a target: the rebuild after one SKILL.md changed (the other 999 parses
 are reused). Figures are medians, with p90 and the best run; targets are checked on the median.
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -43,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_hermes_memory.skills import SkillStore
-from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import FileChange, ToolServices
+from acp_hermes_tools.context import Permit, ToolContext, ToolScope
+from acp_hermes_tools.contracts import Request, ToolServices
 from acp_hermes_tools.local_io import LocalEditor
 from acp_hermes_tools.registry import ToolCall, ToolRegistry
 from acp_hermes_tools.skills import SKILL_TOOLS
@@ -78,10 +86,8 @@ class _Services(ToolServices):
 
 
 class _AllowAll:
-    async def authorize_edits(self, ctx: ToolContext, changes: object) -> None: ...
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, **_: object) -> None: ...
-    async def authorize_state(self, ctx: ToolContext, changes: list[FileChange]) -> None: ...
-    async def authorize_read(self, ctx: ToolContext, paths: object, purpose: str = "file", **_: object) -> None: ...
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        return Permit()
 
 
 class _Sink:
@@ -120,6 +126,26 @@ def populate(root: Path, count: int, seed: int) -> None:
     for directory, _, files in os.walk(root):
         for name in [*files, "."]:
             os.utime(os.path.join(directory, name), (an_hour_ago, an_hour_ago))
+
+
+def write_usage(root: Path, count: int, seed: int) -> None:
+    """A Hermes-shaped sidecar: a record for each skill, half created by the agent, some used."""
+    rng = random.Random(seed)
+    moment = "2026-10-01T12:00:00+00:00"
+    records = {f"skill-{index:04d}": {
+        "use_count": rng.randrange(20), "view_count": rng.randrange(40), "patch_count": rng.randrange(3),
+        "last_used_at": moment, "last_viewed_at": moment, "last_patched_at": None, "created_at": moment,
+        "state": "stale" if index % 17 == 0 else "active", "pinned": index % 50 == 0, "archived_at": None,
+        "created_by": "agent" if index % 2 else "user"} for index in range(count)}
+    (root / ".usage.json").write_text(json.dumps(records, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def cold_statuses(root: Path) -> object:
+    """A new store's ``statuses()`` with nothing cached: the sidecar is read and parsed again too (a
+    process's stores share one sidecar reader, which keeps what it parsed while the file is the same)."""
+    store = SkillStore(root, platform="linux")
+    store.usage.file._cached = None
+    return store.statuses()
 
 
 def timed(action: Callable[[], object], runs: int) -> Figures:
@@ -195,6 +221,15 @@ def run(args: argparse.Namespace) -> int:
         check("skills_list (dispatch)", listing, 20)
         check("hint tracking per tool call", timed(hint_check(Path(temp)), args.runs * 10), 1)
         check("nothing changed check", timed(store.unchanged, args.runs * 10), 5)
+        write_usage(root, args.skills, args.seed)
+        check("cold index with usage", timed(lambda: cold_statuses(root), args.runs), 50)
+        assert len(store.statuses()) == args.skills
+        check("warm index with usage", timed(store.statuses, args.runs * 10), 5)
+        info = store.find("skill-0001")
+        check("recording a use", timed(lambda: store.record_use(info), args.runs * 10), 1)
+        assert store.usage.flush(60)
+        write = timed(lambda: (store.record_use(info), store.usage.flush(60)), args.runs)
+        print(f"{'sidecar write (off path)':<28}{write}   (one use recorded, then written by the worker)")
         rebuild = timed(touch_one(store, root, random.Random(args.seed)), args.runs)
         print(f"{'rebuild after one edit':<28}{rebuild}   (one SKILL.md written and re-parsed, the rest reused)")
         print(f"skills_list result: {size:,} characters")

@@ -10,31 +10,43 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import anyio
 
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import (
     Answer,
+    Command,
+    CommandFacts,
     CommandObserver,
     CommandOutcome,
     CommandRequest,
     Display,
+    Edit,
     Editor,
+    External,
     FileChange,
+    JobAction,
     JobHandle,
+    JobInput,
     Location,
     PermissionDenied,
     Question,
     Questioner,
+    Read,
+    ReadPurpose,
+    Request,
+    Restore,
+    State,
     ToolCallUpdated,
     ToolEvent,
     ToolEventSink,
     ToolServices,
+    job_command_line,
 )
 from acp_hermes_tools.local_io import close_process_input, stop_group, write_to_process
 from acp_hermes_tools.paths import is_within, resolve_path
@@ -48,61 +60,31 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# Why a tool reads: a file's text, a whole directory (a search), or a file's old text for an edit
-# (that edit's own question shows the user the diff, so only secrets ask twice).
-ReadPurpose = Literal["file", "directory", "edit"]
-# What a call may do to a background job this session started (reading its output asks nothing).
-JobAction = Literal["kill", "write"]
 JOB_STOP_GRACE_SECONDS = 2.0  # a stopped job: SIGTERM, then SIGKILL after this
 JOB_WRITE_SECONDS = 10.0  # how long a write waits for a job to take its input
 
 
 @value
-class CommandPermit:
-    """How an allowed command may run: inside the session's sandbox (with or without network) or not;
-    ``read_only``: the command provably changes no file, so no checkpoint is taken before it."""
+class Permit:
+    """What the gate allowed: for a command, whether it runs inside the session's sandbox (with the
+    network or not) and its analysis, where the checkpoint layer reads whether it may write files."""
 
     sandboxed: bool = False
     network: bool = False
-    read_only: bool = False
+    analysis: CommandFacts | None = None
+
+    @property
+    def writes_files(self) -> bool:
+        """Whether what was allowed may change files: anything not analysed as read-only may."""
+        return self.analysis is None or self.analysis.writes_files
 
 
 class Gate(Protocol):
-    """Decides, asking the user when the mode requires it, whether a mutation may run.
+    """Decides, asking the user when the mode requires it, whether a request may go ahead."""
 
-    Each method returns normally to allow, or raises ``PermissionDenied`` with the message the
-    model is told.
-    """
-
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
-
-    async def authorize_command(
-        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
-    ) -> CommandPermit: ...
-
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None: ...
-
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
-                                display: Sequence[Display], *, requested: bool = False) -> None:
-        """A restore decided as the edit it is; ``label`` names the one way to allow it (what it does).
-        ``requested``: the client asked for exactly this restore, so where the mode would ask it holds."""
-        ...
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
-                             links: Mapping[Path, Path] | None = None) -> None:
-        """``links``: those of ``paths`` that are hard links to a secret file, with its path; reading
-        one is reading that secret."""
-        ...
-
-    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
-                                 read_only: bool) -> None:
-        """A tool of an MCP server: ``read_only`` is the server's own annotation."""
-        ...
-
-    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
-        """``text`` for the stdin of ``job``, which runs outside the sandbox (then its end of input when
-        ``eof``): no rule can see what the job makes of it, so it is decided as a command outside the
-        sandbox, with the exact text shown."""
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        """How the request may go ahead, or ``PermissionDenied`` with what the model is told (and
+        ``shown``, what the user reads)."""
         ...
 
 
@@ -181,7 +163,7 @@ class ToolContext:
     sink: ToolEventSink
     title: str = ""  # the title the editor shows for this call
     _authorized_paths: set[Path] = field(default_factory=set)
-    _authorized_commands: dict[str, CommandPermit] = field(default_factory=dict)
+    _authorized_commands: dict[str, Permit] = field(default_factory=dict)
     _authorized_state: set[Path] = field(default_factory=set)
     _authorized_reads: set[Path] = field(default_factory=set)
     _authorized_external: set[tuple[str, str]] = field(default_factory=set)
@@ -234,28 +216,28 @@ class ToolContext:
             return None
         return await self.editor.ask_user(question)
 
-    # -- asking
+    # -- asking: each door puts its request to the gate's one door (``Gate.authorize``)
 
     async def authorize_edits(self, changes: Sequence[FileChange]) -> None:
-        await self.gate.authorize_edits(self, changes)
+        await self.gate.authorize(self, Edit(tuple(changes)))
         await self._before_change()
         self._authorized_paths.update(change.path for change in changes)
 
     async def authorize_restore(self, changes: Sequence[FileChange], label: str, display: Sequence[Display], *,
                                 requested: bool = False) -> None:
         """Ask to put ``changes`` back (a rollback), the answer that allows it named ``label``."""
-        await self.gate.authorize_restore(self, changes, label, display, requested=requested)
+        await self.gate.authorize(self, Restore(tuple(changes), label, tuple(display), requested))
         self._authorized_paths.update(change.path for change in changes)
 
     async def authorize_command(self, command: str, cwd: Path, *, outside_sandbox: bool = False) -> None:
         """Ask for ``command``; ``outside_sandbox`` asks to run it without the OS sandbox."""
-        permit = await self.gate.authorize_command(self, command, cwd, outside_sandbox=outside_sandbox)
-        if not permit.read_only:
+        permit = await self.gate.authorize(self, Command(command, cwd, outside_sandbox))
+        if permit.writes_files:  # as the command's analysis says
             await self._before_change()
         self._authorized_commands[command] = permit
 
     async def authorize_state(self, changes: Sequence[FileChange]) -> None:
-        await self.gate.authorize_state(self, changes)
+        await self.gate.authorize(self, State(tuple(changes)))
         if any(self.in_workspace(change.path) for change in changes):
             await self._before_change()
         self._authorized_state.update(change.path for change in changes)
@@ -269,13 +251,13 @@ class ToolContext:
         hard link to a secret file is asked for as that secret."""
         finder = self.scope.secret_links
         links = await finder.secrets_behind(paths) if finder is not None else {}
-        await self.gate.authorize_read(self, paths, purpose, links=links)
+        await self.gate.authorize(self, Read(tuple(paths), purpose, tuple(links.items())))
         self._authorized_reads.update(paths)
 
     async def authorize_external(self, server: str, tool: str, arguments: dict[str, Any], *,
                                  read_only: bool) -> None:
         """Ask to run ``tool`` of MCP server ``server`` with ``arguments``."""
-        await self.gate.authorize_external(self, server, tool, arguments, read_only=read_only)
+        await self.gate.authorize(self, External(server, tool, arguments, read_only))
         if not read_only:  # a server's tool may write the workspace as well as anything
             await self._before_change()
         self._authorized_external.add((server, tool))
@@ -285,14 +267,14 @@ class ToolContext:
         ``eof``); only a job this session started. A write is judged where the job runs: to a sandboxed job
         as the command line that does the same (see ``job_command_line``), so it follows the mode and the
         sandbox exactly as a command would; to a job outside the sandbox as a command outside it
-        (``Gate.authorize_job_input``). Stopping is asked as ``kill``."""
+        (``JobInput``). Stopping is asked as ``kill``."""
         self._require_own(job)
         if action == "write" and not job.sandboxed:
-            await self.gate.authorize_job_input(self, job, text, eof=eof)
+            await self.gate.authorize(self, JobInput(job, text, eof))
             changes = True
         else:
-            permit = await self.gate.authorize_command(self, job_command_line(job, action, text), job.cwd)
-            changes = not permit.read_only
+            permit = await self.gate.authorize(self, Command(job_command_line(job, action, text), job.cwd))
+            changes = permit.writes_files
         if action == "write" and changes:  # what a job does with its input may change files
             await self._before_change()
         self._authorized_jobs.add((job.job_id, action, text, eof and action == "write"))
@@ -379,7 +361,7 @@ class ToolContext:
     def _require_own(self, job: JobHandle) -> None:
         self._require(job.session_id == self.session_id, f"{job.job_id} belongs to another session")
 
-    def _permit(self, command: str) -> CommandPermit:
+    def _permit(self, command: str) -> Permit:
         permit = self._authorized_commands.get(command)
         self._require(permit is not None, f"command {command!r} was not authorized")
         assert permit is not None
@@ -408,24 +390,3 @@ class ToolContext:
     def _require(authorized: bool, refusal: str) -> None:
         if not authorized:
             raise PermissionDenied(refusal)
-
-
-def job_command_line(job: JobHandle, action: JobAction, text: str = "") -> str:
-    """The shell line that would do to ``job`` what ``action`` does, as the gate is asked about it.
-
-    Stopping it is ``kill -TERM -- -<group>`` (a normal command: no grant covers it, so the default mode
-    asks each time). Writing to it is its own command fed ``text`` as a here-document: what the job does
-    with its input is what that command does with it, so a shell reading commands has them judged as
-    commands (``rm -rf ~`` is refused, a download asks) and any other program is judged as itself.
-    """
-    if action == "kill":
-        return f"kill -TERM -- -{job.process.pid}"
-    delimiter = "EOF"
-    lines = set(text.splitlines())
-    while delimiter in lines:
-        delimiter += "_"
-    command = job.command.strip()
-    if any(mark in command for mark in "\n#;&|"):  # the here-document feeds all of it, past any comment
-        command = f"{{\n{command}\n}}"
-    body = text if not text or text.endswith("\n") else text + "\n"
-    return f"{command} <<'{delimiter}'\n{body}{delimiter}"

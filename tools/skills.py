@@ -2,9 +2,14 @@
 
 Changes follow the memory tool's path: the store prepares the change (validated and scanned),
 the user reviews the diff through the state gate, and the context's checked ``write_state``
-applies it under the store's lock, refusing it if a file changed in between. ``patch`` matches
-with the file ``patch`` tool's matcher (``tools.diffs.replace_text``), so both report misses and
-repeats the same way.
+applies it under the store's lock, refusing it if a file changed in between; the store records it
+in the skills history with the session, and the turn's checkpoint is taken first (``/rollback``
+puts skills back too). ``patch`` matches with the file ``patch`` tool's matcher
+(``tools.diffs.replace_text``), so both report misses and repeats the same way.
+
+``skill_view`` counts a view in the usage sidecar (a queue put: nothing waits for the write). A
+skill the lifecycle archived is not listed; viewing it by name offers to restore it, asked like a
+skill write.
 
 The store is the session's ``services.skills``. Until ``ToolServices`` declares that field it is
 read by name (``_store``), and a session without a store gets a clear error.
@@ -12,8 +17,9 @@ read by name (``_store``), and a session without a store gets a clear error.
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -21,7 +27,7 @@ import anyio
 from acp_hermes_memory.skills import ACTIONS, SUPPORT_DIRS, SkillChange, SkillError, SkillInfo, SkillStore, SkillView
 from acp_hermes_memory.text import one_line
 from acp_hermes_tools.context import ToolContext, ToolScope
-from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
+from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
 from acp_hermes_tools.diffs import replace_text
 from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
 
@@ -146,11 +152,13 @@ def present_list(args: dict[str, Any], scope: ToolScope) -> Presentation:
 async def skills_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     store = _require_store(ctx)
     category = args.get("category")
-    skills = await anyio.to_thread.run_sync(store.skills, category)
+    statuses = await anyio.to_thread.run_sync(store.statuses, category)
+    skills = [status.info for status in statuses]
     categories = sorted({info.category for info in skills if info.category is not None})
     raw = {"count": len(skills), "categories": categories}
     if skills:
-        return ToolResult(format_listing(skills), raw_output=raw)
+        notes = {s.info.qualified_name: note for s in statuses if (note := status_note(s.state, s.pinned))}
+        return ToolResult(format_listing(skills, notes), raw_output=raw)
     if category is None:
         text = "No skills yet. Save a reusable procedure with skill_manage(action='create')."
     else:
@@ -159,14 +167,22 @@ async def skills_list(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(text, raw_output=raw)
 
 
-def format_listing(skills: Sequence[SkillInfo]) -> str:
-    """Names and descriptions grouped by category, uncategorized first; names only when that is too long."""
+def status_note(state: str, pinned: bool) -> str:
+    """What a listing adds to a skill's line: "stale", "pinned", both or nothing."""
+    return ", ".join(word for word, shown in (("stale", state == "stale"), ("pinned", pinned)) if shown)
+
+
+def format_listing(skills: Sequence[SkillInfo], notes: Mapping[str, str] | None = None) -> str:
+    """Names and descriptions grouped by category, uncategorized first; names only when that is too long.
+    ``notes``: a word or two after a skill's description, by qualified name (its state)."""
+    notes = notes or {}
     count = f"{len(skills)} skill{'' if len(skills) == 1 else 's'}"
     groups = [(category, list(group)) for category, group in itertools.groupby(skills, key=_category)]
     lines = [f"{count} (load one with skill_view(name)):"]
     for category, group in groups:
         lines.append(f"\n{category or '(no category)'}:")
-        lines += [f"- {info.name}: {one_line(info.description, _LIST_DESCRIPTION_CHARS)}" for info in group]
+        lines += [f"- {info.name}: {one_line(info.description, _LIST_DESCRIPTION_CHARS)}"
+                  + (f" ({notes[info.qualified_name]})" if info.qualified_name in notes else "") for info in group]
     full = "\n".join(lines)
     if len(full) <= LIST_BUDGET_CHARS:
         return full
@@ -199,7 +215,19 @@ async def skill_view(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         view = await anyio.to_thread.run_sync(store.view, args["name"], args.get("file_path"))
     except SkillError as error:
-        raise ToolError(str(error)) from None
+        name = str(args["name"]).rpartition("/")[2]
+        archived = await anyio.to_thread.run_sync(store.restorable, name)
+        if archived is None:
+            raise ToolError(str(error)) from None
+        skill_file, text = archived
+        try:  # offered to the user as the skill write it is: its SKILL.md appears again
+            await ctx.authorize_state([FileChange(skill_file, None, text)])
+        except PermissionDenied as refused:
+            raise ToolError(f"The skill {name!r} was archived (unused for a long time) and was not restored: "
+                            f"{refused}. The user can restore it with `/skills restore {name}`.") from None
+        await ctx.write_state(skill_file, functools.partial(store.restore, name, session=ctx.session_id))
+        view = await anyio.to_thread.run_sync(store.view, name, args.get("file_path"))
+    store.record_use(view.info, "view")
     shown = view.info.skill_file if view.file_path is None else view.info.path / view.file_path
     return ToolResult(
         format_view(view),
@@ -254,8 +282,10 @@ async def skill_manage(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     except SkillError as error:
         raise ToolError(str(error)) from None
     await ctx.authorize_state([FileChange(edit.path, edit.old_text, edit.new_text) for edit in change.files])
+    if ctx.scope.before_change is not None:  # the turn's checkpoint: its /rollback puts the skill back too
+        await ctx.scope.before_change()
     try:
-        await ctx.write_state(change.files[0].path, store.apply, change)
+        await ctx.write_state(change.files[0].path, functools.partial(store.apply, session=ctx.session_id), change)
     except SkillError as error:  # a file changed on disk after the user saw the diff
         raise ToolError(str(error)) from None
     return _change_result(change)

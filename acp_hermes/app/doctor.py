@@ -145,14 +145,25 @@ def _skills(paths: Paths, settings: Settings, problems: list[str]) -> None:
     cwd = Path.cwd()
     store = skill_store(paths, settings, cwd)
     try:
-        skills = store.skills()
+        statuses = store.statuses()
+        skills = [status.info for status in statuses]
         broken = broken_skills(store, skills)
+        archived, quarantined = store.archived(), store.quarantined()
     except (OSError, SkillError) as exc:
         problems.append(f"the skills cannot be loaded: {exc}")
         return
-    sources = Counter(source_of(info, store, cwd) for info in skills)
+    sources = Counter(source_of(info) for info in skills)
     counts = ", ".join(f"{source}: {count}" for source, count in sorted(sources.items()))
     print(f"  {len(skills)} skill{'' if len(skills) == 1 else 's'} for {cwd}{f' ({counts})' if counts else ''}")
+    states = Counter(status.state for status in statuses)
+    pinned = sum(1 for status in statuses if status.pinned)
+    print(f"  by state: active {states['active']}, stale {states['stale']}, archived {len(archived)}, "
+          f"quarantined {len(quarantined)}; pinned {pinned}")
+    if store.usage.file.read_raw() is None:
+        problems.append(f"{store.usage.file.path} is not a JSON object of skill records: skill usage is not "
+                        "recorded until it is fixed or removed")
+    for item in quarantined:
+        print(f"  QUARANTINED: {item.info.qualified_name} ({item.info.path}): {item.reason}")
     for skill in broken:
         if skill.listed:
             print(f"  note: {skill.name} loads, but a write would refuse it: {skill.reason}")

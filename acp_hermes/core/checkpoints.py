@@ -6,7 +6,9 @@ A turn that changes something gets one, taken once the gate has allowed the turn
 edit, a write into the workspace, a command not rated read-only, a delegated child's first change)
 and before that change is made. When the turn ends the workspace is committed again (the ``-end``
 ref): what differs between the two is what the agent changed in that turn — the agent-write ledger
-with which ``/rollback`` tells the agent's changes from the user's own. Taking a checkpoint never asks
+with which ``/rollback`` tells the agent's changes from the user's own. Each checkpoint also keeps
+where the skills history stood (``skills_mark``): the skill changes recorded after it are what a
+rollback to it puts back beside the files (``core.skill_rollback``). Taking a checkpoint never asks
 and never fails a turn: a store that cannot be used turns checkpoints off for the session, with one
 notice.
 """
@@ -47,6 +49,7 @@ class Checkpoint:
     prompt_row: int | None  # the stored prompt the turn began with (where the conversation rewinds to)
     commit: str
     end_commit: str | None  # the workspace when that turn ended; None: it has not (or the process died)
+    skills_mark: int | None = None  # the skills history's mark when it was taken; None: not kept
 
 
 @value
@@ -81,8 +84,9 @@ class SessionCheckpoints:
     """One session's checkpoints (its delegated children share their parent's)."""
 
     def __init__(self, session_id: str, open_store: Callable[[], CheckpointStore] | None,
-                 notify: Callable[[str], None]) -> None:
+                 notify: Callable[[str], None], skills_mark: Callable[[], int] | None = None) -> None:
         self._prefix = session_prefix(session_id)
+        self._skills_mark = skills_mark
         self._open_store = open_store  # None: checkpoints are off (config, or no workspace to keep)
         self._store: CheckpointStore | None = None
         self._notify = notify
@@ -113,6 +117,8 @@ class SessionCheckpoints:
             entries = await self.entries()
             number = entries[-1].number + 1 if entries else 1
             meta = {"kind": turn.kind, "number": number, "prompt": turn.prompt, "prompt_row": turn.prompt_row()}
+            if self._skills_mark is not None:
+                meta["skills_mark"] = self._skills_mark()
             snapshot = await self._snapshot(f"{self._prefix}{number:04d}", meta)
             if snapshot is not None:
                 self._taken = _checkpoint(snapshot, None)
@@ -224,6 +230,7 @@ class SessionCheckpoints:
 def _checkpoint(snapshot: Snapshot, end_commit: str | None) -> Checkpoint:
     meta = snapshot.meta
     row = meta.get("prompt_row")
+    mark = meta.get("skills_mark")
     return Checkpoint(
         number=int(meta.get("number") or snapshot.ref.rsplit("/", 1)[-1]),
         kind=str(meta.get("kind") or "turn"),
@@ -232,11 +239,12 @@ def _checkpoint(snapshot: Snapshot, end_commit: str | None) -> Checkpoint:
         prompt_row=row if isinstance(row, int) else None,
         commit=snapshot.commit,
         end_commit=end_commit,
+        skills_mark=mark if isinstance(mark, int) else None,
     )
 
 
 def _with_end(entry: Checkpoint, end_commit: str) -> Checkpoint:
     return Checkpoint(entry.number, entry.kind, entry.created_at, entry.prompt, entry.prompt_row, entry.commit,
-                      end_commit)
+                      end_commit, entry.skills_mark)
 
 

@@ -280,17 +280,27 @@ async def _memory(session: Session, arg: str) -> CommandReply:
     return CommandReply("\n".join(lines))
 
 
+SKILLS_USAGE = ("`/skills` lists the skills; `/skills pin NAME` keeps one from ever going stale or being archived "
+                "(`unpin` undoes it); `/skills archive NAME` moves one aside; `/skills restore NAME` brings an "
+                "archived one back.")
+
+
 async def _skills(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.skill_upkeep import listing_lines, steer
+
     store = session.services.tools.services.skills
     if store is None:
         return CommandReply("Skills are not available in this session.")
-    skills = await anyio.to_thread.run_sync(store.skills)
-    if not skills:
-        return CommandReply(f"No skills yet. Ask me to save a procedure as a skill, or add one under `{store.root}`.")
-    lines = [f"Skills ({len(skills)}); run one with `/<name> <what to do>`:"]
-    lines += [f"- `{s.qualified_name}` — {one_line(s.description, 120)}" + (" (read-only)" if s.read_only else "")
-              for s in skills]
-    return CommandReply("\n".join(lines))
+    words = arg.split()
+    if not words:
+        lines = await anyio.to_thread.run_sync(listing_lines, store)
+        if lines is None:
+            return CommandReply(f"No skills yet. Ask me to save a procedure as a skill, or add one under "
+                                f"`{store.root}`.")
+        return CommandReply("\n".join(lines))
+    if len(words) != 2 or words[0] not in ("pin", "unpin", "archive", "restore"):
+        return CommandReply(f"Not understood. {SKILLS_USAGE}")
+    return CommandReply(await anyio.to_thread.run_sync(steer, store, words[0], words[1], session.id))
 
 
 async def _sandbox(session: Session, arg: str) -> CommandReply:
@@ -312,7 +322,7 @@ async def _rollback(session: Session, arg: str) -> CommandReply:
     rest = [word for word in words if not word.startswith("--")]
     unknown = flags - {"--conversation", "--include-edited"}
     if not rest and not flags:
-        return CommandReply(await list_text(session.services.checkpoints))
+        return CommandReply(await list_text(session.services))
     if unknown or not rest or not rest[0].isdigit() or len(rest) > 2:
         return CommandReply(f"Not understood. {ROLLBACK_USAGE}")
     async with session.exclusive():  # after a running turn, before the next
@@ -342,7 +352,8 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
         SlashCommand("compact", "Summarise the older conversation to free context.",
                      "optional: what to keep in detail", _compact),
-        SlashCommand("skills", "List the skills (each is also a command of its own).", None, _skills),
+        SlashCommand("skills", "List the skills with their state and use; pin, unpin, archive or restore one.",
+                     "optional: pin | unpin | archive | restore NAME", _skills),
         SlashCommand("memory", "The saved memory and user profile, with how full each is.", None, _memory),
         SlashCommand("title", "Show or set this session's title.", "optional: new title", _title),
         SlashCommand("search", "Find past sessions that mention some words.", "words to look for", _search),
@@ -385,7 +396,12 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
     if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
         parts, reply = list(reply.turn), None
     if reply is None:
-        parts = await skill_prompt(session, parts) or parts
+        loaded = await skill_prompt(session, parts)
+        if loaded is None:
+            from acp_hermes.core.skill_upkeep import offer_archived
+
+            await offer_archived(session, parts)
+        parts = loaded or parts
         return Handled(await session.prompt(parts, client_message_id))
     message_id = str(uuid.uuid4())
     if reply.stored:
@@ -432,6 +448,7 @@ async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[Pr
         view = await anyio.to_thread.run_sync(store.view, name)
     except SkillError:
         return None  # not a skill: the word goes to the model as written
+    store.record_use(view.info)
     from acp_hermes_memory.frames import framed
 
     body = framed("skill", guard_context_text(f"skill {name}", view.text), name=view.info.qualified_name)

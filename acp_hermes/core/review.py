@@ -14,15 +14,22 @@ scanning as any, and a gate of its own: in ``accept-edits`` and ``bypass`` they 
 ``default`` mode they are held as proposals, and at the start of the user's next prompt each is
 put to the user with its diff (the usual permission question) and applied only if allowed; in
 ``plan`` mode nothing is written.
+
+The curation pass (``skills.curator``) is a review of its own: once a day, on the auxiliary
+model, with the list of skills the agent created and their use instead of the conversation, it
+proposes merging overlapping skills and fixing outdated ones, through the same gate. Skill writes
+of a review are recorded in the skills history as the ``review``'s or the ``curator``'s (a held
+proposal keeps its author when it is applied later), and the curator's store refuses to change a
+skill the agent did not create.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallStarted
@@ -30,16 +37,18 @@ from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.messages import Message, Text
 from acp_hermes.permissions.modes import Mode
+from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext
-from acp_hermes_tools.contracts import Display, FileChange, PermissionDenied
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import PermissionDenied, Request, State
 
 if TYPE_CHECKING:
     from acp_hermes.core.loop import TurnSettings
     from acp_hermes.model.types import Provider, Usage
     from acp_hermes.permissions.gate import PermissionGate
+    from acp_hermes_memory.skills import SkillStore
     from acp_hermes_tools.context import ToolScope
-    from acp_hermes_tools.contracts import Editor, JobHandle, ToolEventSink
+    from acp_hermes_tools.contracts import Editor, ToolEventSink
     from acp_hermes_tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -58,6 +67,13 @@ SKILL_REVIEW = (
     "exists (check with skills_list), patch it with what was learned; otherwise create one when the "
     "procedure is reusable. If nothing is worth keeping, reply 'Nothing to save.' and stop."
 )
+CURATOR_REVIEW = (
+    "Curate the skills you created (listed below with how much they are used). Merge skills that "
+    "overlap: patch the one to keep with what the others add, then delete the others. Fix a skill whose "
+    "steps are out of date or wrong. Change only the skills listed; keep every change small and say why "
+    "in the skill. If nothing needs doing, reply 'Nothing to change.' and stop."
+)
+CURATED_SKILLS_SHOWN = 60  # skills listed in the curator's instruction (the least used first)
 HELD = ("Held for the user's approval: it will be shown to them with its diff at the start of their next "
         "prompt. Do not retry it.")
 HELD_SHOWN = "Held for your approval: you will see it with its diff at the start of your next prompt."
@@ -95,6 +111,7 @@ class Proposal:
     name: str
     arguments: dict[str, Any]
     title: str
+    author: str = "review"  # whose change it is, for the skills history (review or curator)
 
 
 @dataclass
@@ -114,30 +131,73 @@ class ReviewTarget:
     proposals: list[Proposal] = field(default_factory=list)  # filled in default mode
 
 
-async def review(target: ReviewTarget, *, memory: bool, skills: bool) -> tuple[Usage, int]:
-    """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost."""
+async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bool = False) -> tuple[Usage, int]:
+    """Run one background review to its end (at most ``MAX_REVIEW_CALLS`` model calls); its cost.
+    ``curate``: the curation pass instead (nothing runs when the agent created no skill)."""
+    import anyio
+
     from acp_hermes.core.loop import AgentLoop
     from acp_hermes.core.turn_input import TurnInput, UserPrompt
+    from acp_hermes.model.types import Usage
 
-    instruction = "\n\n".join(text for wanted, text in ((memory, MEMORY_REVIEW), (skills, SKILL_REVIEW)) if wanted)
-    registry = target.registry.where(lambda tool: tool.reviewed)
-    sink = _ReviewSink(target)
+    author = "curator" if curate else "review"
+    scope = attributed(target.scope, author)
+    if curate:
+        store = scope.services.skills
+        listed = None if store is None else await anyio.to_thread.run_sync(curation_list, store)
+        if not listed:
+            return Usage(), 0
+        instruction = f"{CURATOR_REVIEW}\n\n{listed}"
+    else:
+        instruction = "\n\n".join(text for wanted, text in ((memory, MEMORY_REVIEW), (skills, SKILL_REVIEW))
+                                   if wanted)
+    # The curation pass tends skills alone: the review's tools but those that keep notes (memory).
+    registry = target.registry.where(lambda tool: tool.reviewed and not (curate and tool.saves == "notes"))
+    sink = _ReviewSink(target, "Curation" if curate else "Review")
     gate = _ReviewGate(target)
 
     def make_context(call_id: str, title: str, call_sink: ToolEventSink) -> ToolContext:
-        return ToolContext(call_id=call_id, scope=target.scope, editor=target.editor, gate=gate, sink=call_sink,
+        return ToolContext(call_id=call_id, scope=scope, editor=target.editor, gate=gate, sink=call_sink,
                            title=title)
 
     loop = AgentLoop(provider=target.provider, registry=registry, sink=sink,
                      transcript=_Scratch(target.messages), system_prompt=target.system_prompt,
-                     make_context=make_context, scope=target.scope)
+                     make_context=make_context, scope=scope)
     settings = replace(target.settings, max_iterations=MAX_REVIEW_CALLS, thinking_budget=None)
     prompt = UserPrompt((Text(instruction),), instruction, (TextPart(instruction),))
     result = await loop.run_turn(TurnInput(prompt), settings)
-    target.proposals.extend(gate.held_proposals(sink.started))
-    log.info("background review ended (%s, %d model calls, %d held)", result.stop_reason, result.model_calls,
+    target.proposals.extend(gate.held_proposals(sink.started, sink.prefix, author))
+    log.info("background %s ended (%s, %d model calls, %d held)", author, result.stop_reason, result.model_calls,
              len(gate.held))
     return result.usage, result.model_calls
+
+
+def attributed(scope: ToolScope, author: str) -> ToolScope:
+    """``scope`` with its skills store recording changes as ``author``'s."""
+    store = scope.services.skills
+    if store is None:
+        return scope
+    return dataclasses.replace(scope, services=dataclasses.replace(scope.services, skills=store.with_author(author)))
+
+
+def curation_list(store: SkillStore) -> str:
+    """The skills the agent created, least used first, as the curator's instruction lists them ("" for none).
+    Blocking: reads the index and the usage sidecar."""
+    from datetime import datetime, timezone
+
+    store.usage.flush()
+    mine = [s for s in store.statuses() if s.created_by == "agent" and s.info.origin == "home"]
+    mine.sort(key=lambda s: (s.usage.use_count + s.usage.view_count, s.usage.last_activity or 0.0))
+    lines = []
+    for status in mine[:CURATED_SKILLS_SHOWN]:
+        used = status.usage.use_count + status.usage.view_count
+        last = status.usage.last_use
+        when = datetime.fromtimestamp(last, timezone.utc).strftime("%Y-%m-%d") if last else "never"
+        notes = ", ".join(word for word, shown in (("stale", status.state == "stale"), ("pinned", status.pinned))
+                          if shown)
+        lines.append(f"- {status.info.qualified_name}: {one_line(status.info.description, 160)} "
+                     f"[{used} uses, last {when}{', ' + notes if notes else ''}]")
+    return "Skills you created:\n" + "\n".join(lines) if lines else ""
 
 
 class _Scratch(Transcript):
@@ -156,13 +216,14 @@ class _Scratch(Transcript):
 class _ReviewSink:
     """Shows the review's tool calls in the session (and stores them for replay); drops its text."""
 
-    def __init__(self, target: ReviewTarget) -> None:
+    def __init__(self, target: ReviewTarget, label: str) -> None:
         self._target = target
+        self.prefix = f"{label}: "  # what each call's title starts with
         self.started: dict[str, ToolCallStarted] = {}
 
     async def emit(self, event: Event) -> None:
         if isinstance(event, ToolCallStarted):
-            event = ToolCallStarted(event.call_id, event.name, f"Review: {event.title}", event.kind,
+            event = ToolCallStarted(event.call_id, event.name, f"{self.prefix}{event.title}", event.kind,
                                     event.raw_input, event.locations)
             self.started[event.call_id] = event
         elif isinstance(event, ToolCallFinished):
@@ -185,39 +246,20 @@ class _ReviewGate:
         self._target = target
         self.held: list[str] = []  # call ids of writes held as proposals
 
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        if not isinstance(request, State):
+            raise PermissionDenied("A background review only updates memory and skills.")
         mode = self._target.gate.mode
         if mode is Mode.PLAN:
             raise PermissionDenied("Plan mode: a background review writes nothing.")
         if mode is Mode.DEFAULT:
             self.held.append(ctx.call_id)
             raise PermissionDenied(HELD, HELD_SHOWN)
+        return Permit()
 
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
-                                display: Sequence[Display], *, requested: bool = False) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, *,
-                                outside_sandbox: bool = False) -> CommandPermit:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
-                             links: Mapping[Path, Path] | None = None) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
-                                 read_only: bool) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
-        raise PermissionDenied("A background review only updates memory and skills.")
-
-    def held_proposals(self, started: dict[str, ToolCallStarted]) -> list[Proposal]:
-        return [Proposal(started[i].name, dict(started[i].raw_input or {}), started[i].title.removeprefix("Review: "))
-                for i in self.held if i in started]
+    def held_proposals(self, started: dict[str, ToolCallStarted], prefix: str, author: str) -> list[Proposal]:
+        return [Proposal(started[i].name, dict(started[i].raw_input or {}), started[i].title.removeprefix(prefix),
+                         author) for i in self.held if i in started]
 
 
 async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, sink: EventSink,
@@ -230,5 +272,11 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
     while proposals:
         proposal = proposals.pop(0)
         call = ToolCall(f"proposal-{uuid.uuid4()}", proposal.name, proposal.arguments)
-        await run_beside_turn(call, f"Proposed by a review: {proposal.title}", "edit", registry=registry,
-                              sink=sink, make_context=make_context, transcript=transcript)
+
+        def as_author(call_id: str, title: str, call_sink: ToolEventSink, author: str = proposal.author) -> ToolContext:
+            ctx = make_context(call_id, title, call_sink)
+            return dataclasses.replace(ctx, scope=attributed(ctx.scope, author))
+
+        source = "the curation pass" if proposal.author == "curator" else "a review"
+        await run_beside_turn(call, f"Proposed by {source}: {proposal.title}", "edit", registry=registry,
+                              sink=sink, make_context=as_author, transcript=transcript)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from acp_hermes.core import skill_rollback
 from acp_hermes.core.side_calls import SideCall
 from acp_hermes.core.turn_input import FilesRolledBack
 from acp_hermes_memory.text import counted, looks_binary
@@ -61,9 +62,10 @@ class RollbackResult:
     refused: bool = False  # it could not be done (no such checkpoint, store off, the user said no)
 
 
-async def list_text(checkpoints: SessionCheckpoints) -> str:
+async def list_text(services: SessionServices) -> str:
     """``/rollback`` without an argument: the session's checkpoints, each with the files a rollback to
     it would put back (those the agent changed since that are not as they were then)."""
+    checkpoints = services.checkpoints
     if not checkpoints.enabled:
         return "Checkpoints are off for this session (`checkpoints.enabled` in config.yaml, or the store failed)."
     entries = await checkpoints.entries()
@@ -77,6 +79,7 @@ async def list_text(checkpoints: SessionCheckpoints) -> str:
     for entry in entries:
         then = await anyio.to_thread.run_sync(store.states, entry.commit, changes[entry.number])
         differ = [path for path in changes[entry.number] if then[path] != now[path]]
+        differ += sorted({f"skill {p.restore.skill}" for p in await skill_rollback.plan(services.tools, entry)})
         what = ", ".join(f"`{path}`" for path in differ[:6]) + (f" and {len(differ) - 6} more"
                                                               if len(differ) > 6 else "")
         label = "before a rollback" if entry.kind == "restore" else f"“{entry.prompt}”"
@@ -110,14 +113,16 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
                               refused=True)
     files = await _plan(checkpoints, store, entry, before, only)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
-    skipped = tuple(f.path for f in files if f not in chosen)
+    skills = await skill_rollback.plan(services.tools, entry) if only is None else []
+    skills_chosen = [s for s in skills if include_edited or not s.edited]
+    skipped = (*(f.path for f in files if f not in chosen), *(s.label for s in skills if s not in skills_chosen))
     can_rewind = entry.prompt_row is not None and await state.can_rewind_to(services.db, entry.prompt_row)
     rewind = conversation and can_rewind
-    if dry_run or not files or not (chosen or rewind):
+    if dry_run or not (files or skills) or not (chosen or skills_chosen or rewind):
         await checkpoints.abandon()
-        if dry_run and files:
-            message = f"Would restore {counted(len(chosen), 'file')}."
-        elif files:
+        if dry_run and (files or skills):
+            message = f"Would restore {_what(len(chosen), len(skills_chosen))}."
+        elif files or skills:
             message = (f"Nothing to restore but your own edits: you changed {_names(skipped)} after the agent did "
                        f"(`/rollback {number} --include-edited` restores {_pronoun(skipped)} too).")
         else:
@@ -127,23 +132,29 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
     root = state.cwd
     command = f"/rollback {number}" + (f" {path}" if path is not None else "")
     preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
-    display = (*preview, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind,
-                                 undo=before.number))
+    display = (*preview, *skill_rollback.preview(skills_chosen),
+               *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
+                       skills_left=tuple(s.label for s in skills if s not in skills_chosen)))
+    locations = (*(Location(str(root / f.path)) for f in chosen), *(Location(str(s.path)) for s in skills_chosen))
     async with SideCall(services.sink, services.tool_context, f"rollback-{uuid.uuid4()}", "rollback", title, "edit",
-                        {"checkpoint": number, "path": path}, [Location(str(root / f.path)) for f in chosen]) as card:
+                        {"checkpoint": number, "path": path}, locations) as card:
         try:
-            await card.ctx.authorize_restore([FileChange(root / f.path, None, None) for f in chosen],
-                                             _allow_label(len(chosen), rewind), display, requested=requested)
+            await card.ctx.authorize_restore([*(FileChange(root / f.path, None, None) for f in chosen),
+                                              *(FileChange(s.path, None, None) for s in skills_chosen)],
+                                             _allow_label(len(chosen), rewind, len(skills_chosen)), display,
+                                             requested=requested)
         except PermissionDenied as refused:
             await checkpoints.abandon()
             await card.finish(False, (*display, TextDisplay(refused.shown)))
             return RollbackResult(False, refused.shown, refused=True)
+        from acp_hermes_memory.skills import SkillError
         from acp_hermes_tools.checkpoints import CheckpointError
 
         try:
             report = await card.ctx.restore_files([root / f.path for f in chosen],
                                                   lambda: store.restore({f.path: f.target for f in chosen}))
-        except CheckpointError as failure:  # the store broke under it: each file is before or after, said so
+            restored_skills = await skill_rollback.put_back(card.ctx, skills_chosen, number)
+        except (CheckpointError, SkillError, OSError) as failure:  # each file is before or after, said so
             await checkpoints.end()
             await card.finish(False, display)
             return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
@@ -154,25 +165,35 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
             rewound = await state.rewind_conversation(services.db, entry.prompt_row)
         failed = tuple(failure[0] for failure in report.failed)
         restored = tuple(p for p in (*report.written, *report.deleted))
-        await card.finish(not (failed and not restored and rewound is None), display)
-    state.notes.append(FilesRolledBack(number, restored, rewound is not None))  # told with the next prompt
+        await card.finish(not (failed and not restored and not restored_skills and rewound is None), display)
+    skill_names = tuple(f"skill {name}" for name in restored_skills)
+    state.notes.append(FilesRolledBack(number, (*restored, *skill_names), rewound is not None))  # the next prompt
     summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
-    return RollbackResult(True, summary, restored, skipped, failed, rewound)
+    if restored_skills:
+        summary = "\n".join([f"Restored {counted(len(restored_skills), 'skill')} to checkpoint {number}: "
+                              f"{_names(tuple(restored_skills))}.", summary]).strip()
+    return RollbackResult(True, summary, (*restored, *skill_names), skipped, failed, rewound)
 
 
-def _allow_label(files: int, rewind: bool) -> str:
+def _allow_label(files: int, rewind: bool, skills: int = 0) -> str:
     """The one way to allow: what exactly it does."""
-    if not files:
+    if not files and not skills:
         return "Rewind the conversation"
-    return f"Restore {counted(files, 'file')}" + (" and rewind the conversation" if rewind else "")
+    return f"Restore {_what(files, skills)}" + (" and rewind the conversation" if rewind else "")
+
+
+def _what(files: int, skills: int) -> str:
+    """"2 files", "1 skill file", "2 files and 1 skill file"."""
+    parts = [counted(files, "file")] if files or not skills else []
+    return " and ".join([*parts, *([counted(skills, "skill file")] if skills else [])])
 
 
 def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewind: bool, can_rewind: bool,
-           undo: int) -> tuple[Display, ...]:
+           undo: int, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
     """The question's text beyond the diffs: what stays as it is and the flag that would include it,
     what the answer includes that the agent did not write last, and how to undo the restore."""
     lines = []
-    left = [f.path for f in files if f not in chosen]
+    left = [f.path for f in files if f not in chosen] + list(skills_left)
     if left:
         lines.append(f"Left as {'it is' if len(left) == 1 else 'they are'} (you changed {_pronoun(left)} after "
                      f"the agent did): {_names(tuple(left))}. `{command} --include-edited` restores {_pronoun(left)} "

@@ -147,14 +147,18 @@ class Runtime:
 
     def skills_for(self, cwd: Path) -> SkillStore:
         """The skills a session in ``cwd`` sees: ``$HERMES_HOME/skills``, then the configured
-        folders and the project's ``.hermes/skills`` (read-only; the home folder wins a name)."""
+        folders and the project's ``.hermes/skills`` and ``.agents/skills`` (read-only, the project's
+        scanned whole; the home folder wins a name). Changes are recorded in the skills history."""
         with self._stores_lock:
             store = self._skills.get(cwd)
             if store is None:
                 from acp_hermes_memory.skills import SkillStore
 
                 external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
-                store = self._skills[cwd] = SkillStore(self.paths.skills, [*external, cwd / ".hermes" / "skills"])
+                paths = self.paths
+                store = self._skills[cwd] = SkillStore(
+                    paths.skills, external, project=[cwd / ".hermes" / "skills", cwd / ".agents" / "skills"],
+                    history=paths.skills_history, scan_cache=paths.project_skill_scans)
             return store
 
     def checkpoints_for(self, workspace: Path) -> CheckpointStore:
@@ -229,7 +233,7 @@ class Runtime:
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
         provider.responding.wait(TOOL_WARM_UP_DELAY)
         began, cpu = time.perf_counter(), time.thread_time()
-        import acp_hermes.permissions.command_risk  # noqa: F401
+        import acp_hermes.permissions.shell.analysis  # noqa: F401
         from acp_hermes_tools.sandbox import detect
 
         self.registry.prepare()

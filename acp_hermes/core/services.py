@@ -286,7 +286,9 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     settings, session_id, cwd, subagent = runtime.settings, state.id, state.cwd, state.subagent
     notify = _notifier(session_id, sink, spawn)
     store = (lambda: runtime.checkpoints_for(cwd)) if settings.checkpoints.enabled else None
-    checkpoints = checkpoints or SessionCheckpoints(session_id, store, notify)
+    history = runtime.skills_for(cwd).history  # where it stands: each checkpoint keeps it, so skills roll back too
+    checkpoints = checkpoints or SessionCheckpoints(session_id, store, notify,
+                                                    None if history is None else history.mark)
     auxiliary = SessionAuxiliary(runtime, session_id)
     roots = (cwd, *state.additional_directories)
     tools = ToolScope(

@@ -432,6 +432,9 @@ class SessionManager:
                 session.services.notify(notice)
             session.services.connect_mcp(session.state.cwd, mcp_servers)
             self._wiring.opened(session)
+            from acp_hermes.core.skill_upkeep import after_open
+
+            self._spawn(after_open(session, self.runtime.paths.skills_upkeep))
 
     def _name(self, session_id: str) -> None:
         """Name a session after its first exchange, in the background."""
@@ -502,7 +505,8 @@ class SessionManager:
                 memory_block=memory_block,
                 tool_names=self.runtime.tool_names if subagent is None else subagent.tool_names,
                 subagent=subagent is not None,
-                skills=[(s.name, s.category, s.description) for s in self.runtime.skills_for(cwd).skills()],
+                skills=[(s.info.name, s.info.category, s.info.description, "stale" if s.state == "stale" else "")
+                        for s in self.runtime.skills_for(cwd).statuses()],
                 context_file_max_chars=settings.context_file_max_chars,
                 additional_directories=extra,
             )

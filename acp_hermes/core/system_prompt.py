@@ -69,7 +69,7 @@ class PromptInputs:
     system_message: str | None
     memory_block: str
     tool_names: frozenset[str]
-    skills: Sequence[tuple[str, str | None, str]] = ()  # (name, category, description), sorted
+    skills: Sequence[tuple[str, str | None, str, str]] = ()  # (name, category, description, state note), sorted
     context_file_max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS
     additional_directories: tuple[Path, ...] = ()
     subagent: bool = False  # a delegated task's child: the subagent's identity instead of SOUL.md
@@ -258,22 +258,23 @@ def _tool_guidance(tools: frozenset[str]) -> str:
     return "\n\n".join(sections)
 
 
-def _skills_index(skills: Sequence[tuple[str, str | None, str]]) -> str:
-    """The skills there are, grouped by category, one line each (the bodies load on demand).
+def _skills_index(skills: Sequence[tuple[str, str | None, str, str]]) -> str:
+    """The skills there are, grouped by category, one line each (the bodies load on demand); a stale
+    skill is marked so (still listed: the lifecycle only archives what stays unused).
 
     Names come from folder names and descriptions from files anyone may ship in a project's
     ``.hermes/skills``, so a skill whose name or category is not a valid skill name, or whose
     description (as shown) trips the injection scanner, is left out, with a log line. The skills
     store leaves such skills out of its index already; this holds for whatever is passed in.
     """
-    shown = [(name, category, one_line(description, SKILL_DESCRIPTION_CHARS))
-             for name, category, description in skills if _listable(name, category, description)]
+    shown = [(name, category, one_line(description, SKILL_DESCRIPTION_CHARS), note)
+             for name, category, description, note in skills if _listable(name, category, description)]
     if not shown:
         return ""
     lines = ["# Skills index\nLoad a matching skill with `skill_view(name)` before starting the task."]
     for category, group in itertools.groupby(shown, key=lambda skill: skill[1]):
         lines.append(f"## {category}" if category else "## general")
-        lines += [f"- {name}: {description}" for name, _, description in group]
+        lines += [f"- {name}: {description}" + (f" ({note})" if note else "") for name, _, description, note in group]
     return "\n".join(lines)
 
 

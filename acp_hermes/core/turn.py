@@ -291,15 +291,28 @@ def nudge(state: SessionState, services: SessionServices, tools_used: set[str], 
         services.spawn(_review(state, services, memory=memory, skills=skills))
 
 
-async def _review(state: SessionState, services: SessionServices, *, memory: bool, skills: bool) -> None:
-    """A background review of the conversation as it is now (see ``core.review``)."""
+def start_curation(state: SessionState, services: SessionServices) -> None:
+    """The skills' curation pass (``skills.curator``), beside the session like a review, on the
+    auxiliary model and charged to this session (not begun when its budget is spent)."""
+    if state.subagent is None and not services.closed and services.budget.refusal() is None:
+        services.spawn(_review(state, services, memory=False, skills=False, curate=True))
+
+
+async def _review(state: SessionState, services: SessionServices, *, memory: bool, skills: bool,
+                  curate: bool = False) -> None:
+    """A background review of the conversation as it is now, or the curation pass (see ``core.review``)."""
+    from dataclasses import replace
+
     from acp_hermes.core.review import ReviewTarget
     from acp_hermes.core.review import review as run_review
 
     runtime = services.runtime
+    settings = turn_settings(state, services)
+    if curate:
+        settings = replace(settings, model=services.settings.auxiliary_model)
     target = ReviewTarget(
-        messages=list(state.transcript.messages), system_prompt=state.system_prompt,
-        settings=turn_settings(state, services), provider=runtime.provider, registry=runtime.registry,
+        messages=[] if curate else list(state.transcript.messages), system_prompt=state.system_prompt,
+        settings=settings, provider=runtime.provider, registry=runtime.registry,
         scope=services.tools, editor=services.editor, gate=services.gate, sink=services.sink,
         transcript=state.transcript, proposals=services.proposals,
     )
@@ -307,7 +320,7 @@ async def _review(state: SessionState, services: SessionServices, *, memory: boo
     services.reviews.add(scope)
     try:
         with scope:
-            usage, calls = await run_review(target, memory=memory, skills=skills)
+            usage, calls = await run_review(target, memory=memory, skills=skills, curate=curate)
     except Exception:  # a review must never take the session down
         log.exception("session %s: background review failed", state.id)
         return
@@ -316,4 +329,4 @@ async def _review(state: SessionState, services: SessionServices, *, memory: boo
     if scope.cancelled_caught:
         return
     if calls:
-        await anyio.to_thread.run_sync(runtime.record_usage, state.id, state.choices.model, usage, calls)
+        await anyio.to_thread.run_sync(runtime.record_usage, state.id, settings.model, usage, calls)

@@ -1,5 +1,10 @@
 """The permission gate every mutation passes: it carries out the policy's verdict.
 
+Every request (``tools.contracts.Request``: an edit, a restore, a store change, a read, an MCP tool, a
+command, input for a job) comes through one door, ``authorize``, and takes one path: the policy's
+verdict, then a refusal, a question or an allowance. A new kind of access is a request type and a
+policy branch, never a new door.
+
 A refusal becomes ``PermissionDenied`` (its message is what the model is told, its ``shown`` what the
 user reads); a question goes to the user through the ``Asker`` with the exact diff or command in front
 of them, with at most one option of each kind (``PermissionQuestion`` checks it); an answer of
@@ -11,13 +16,12 @@ the sandbox for the session only.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -26,29 +30,24 @@ from acp_hermes.permissions.policy import (
     DECLINED,
     DECLINED_SHOWN,
     SANDBOXED,
-    CommandRequest,
-    EditRequest,
-    ExternalToolRequest,
     GrantOffer,
     Grants,
-    JobInputRequest,
-    ReadRequest,
-    Request,
-    StateRequest,
-    Surroundings,
     Verdict,
     decide,
 )
 from acp_hermes_memory.grants import GrantStore, ProjectGrants
-from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import CommandPermit, ReadPurpose, ToolContext, job_command_line
+from acp_hermes_tools.context import Permit, ToolContext
 from acp_hermes_tools.contracts import (
-    DiffDisplay,
+    Choices,
+    Command,
     Display,
     FileChange,
-    JobHandle,
+    JobInput,
     PermissionDenied,
+    Request,
+    State,
+    Surroundings,
     TextDisplay,
     ToolKind,
 )
@@ -131,107 +130,22 @@ class PermissionGate:
 
     # -- tools.context.Gate
 
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
-        title = ctx.title or _edit_title(changes, ctx.cwd)
-        await self._settle(ctx, EditRequest(tuple(c.path for c in changes)), title, "edit", display)
-
-    async def authorize_command(
-        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
-    ) -> CommandPermit:
-        display: tuple[Display, ...] = (
-            TextDisplay(f"$ {command}" + (f"\n# in {cwd}" if cwd != ctx.cwd else ""), fence="sh"),
-        )
-        title = ctx.title or f"Run {one_line(command, 80)}"
-        sandbox = ctx.scope.sandbox
-        available = sandbox is not None and sandbox.available
-        if not available and not self._told_about_sandbox:
-            self._told_about_sandbox = True
-            detail = sandbox.status.detail if sandbox is not None else "not set up"
-            display = (*display, TextDisplay(
-                f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
-                "your own permissions, so acp-hermes asks before commands as its mode requires."
-                + (" In bypass, which your config allows without a sandbox (allow_unsandboxed_bypass), that "
-                   "is unasked, except what acp-hermes rates dangerous or cannot see through."
-                   if self.mode is Mode.BYPASS else "")
-            ))
-        elif available and sandbox is not None and sandbox.holds_home and not self._told_about_sandbox:
-            from acp_hermes_tools.sandbox import HOME_NOTICE
-
-            self._told_about_sandbox = True
-            display = (*display, TextDisplay(HOME_NOTICE))
-        network_allowed = available and sandbox is not None and sandbox.network_allowed
-        request = CommandRequest(command, available, network_allowed, leave_sandbox=outside_sandbox, cwd=cwd)
-        verdict = await self._settle(ctx, request, title, "execute", display)
-        from acp_hermes.permissions.read_only import reads_only  # big rule tables: kept off start-up
-
-        read_only = reads_only(command, home=self._home, roots=ctx.roots, cwd=cwd)
-        return CommandPermit(sandboxed=verdict.sandboxed, network=verdict.network, read_only=read_only)
-
-    async def authorize_restore(self, ctx: ToolContext, changes: Sequence[FileChange], label: str,
-                                display: Sequence[Display], *, requested: bool = False) -> None:
-        """A restore of ``changes`` (``/rollback``), decided as the edit it is. When the mode asks, the
-        user allows it (the option named ``label``) or keeps things as they are; it holds unasked when
-        the client ``requested`` this very restore (the user asked there)."""
-        title = ctx.title or _edit_title(changes, ctx.cwd)
-        where = Surroundings(self._home, self._hermes_home, ctx.roots)
-        verdict = decide(EditRequest(tuple(c.path for c in changes)), self.mode, await self.grants(), where)
-        if verdict.outcome == "refuse":
-            raise PermissionDenied(verdict.message, verdict.shown)
-        if verdict.outcome == "allow" or requested:
-            return
-        options = (PermissionOption(ALLOW_ONCE, label), PermissionOption(REJECT_ONCE, "Keep things as they are"))
-        choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, "edit", tuple(display), options))
-        if choice == CANCELLED:
-            raise PermissionDenied(NOT_ASKED, "Nothing was restored: the question was cancelled.")
-        if choice != ALLOW_ONCE:
-            raise PermissionDenied(DECLINED, "Nothing was restored: you chose to keep things as they are.")
-
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        display = tuple(DiffDisplay(str(c.path), c.old_text, c.new_text or "") for c in changes)
-        subject = _state_subject(changes, Path(os.path.realpath(self._hermes_home / "skills")))
-        title = ctx.title or f"Update {subject}"
-        await self._settle(ctx, StateRequest(subject), title, "edit", display)
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
-                             links: Mapping[Path, Path] | None = None) -> None:
-        links = links or {}
-        # A hard link to a secret is decided as a read of that secret: it asks, with its reason.
-        request = ReadRequest(tuple(links.get(path, path) for path in paths), purpose)
-        shown = ", ".join(str(path) for path in paths)
-        notes = [f"{path} is a hard link to {secret}" for path, secret in links.items()]
-        display: tuple[Display, ...] = (TextDisplay("\n".join([f"Read {shown}", *notes])),)
-        title = ctx.title or f"Read {one_line(shown, 80)}"
-        if links:
-            secrets = ", ".join(_home_relative(secret, self._home) for secret in links.values())
-            title += f" — a hard link to {one_line(secrets, 80)}"
-        await self._settle(ctx, request, title, "read", display, show=False)
-
-    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
-                                 read_only: bool) -> None:
-        shown = json.dumps(arguments, ensure_ascii=False, indent=2) if arguments else "(no arguments)"
-        display: tuple[Display, ...] = (TextDisplay(shown, fence="json"),)
-        title = ctx.title or f"Run {tool} ({server})"
-        await self._settle(ctx, ExternalToolRequest(server, tool, read_only), title, "execute", display,
-                           show=not read_only)
-
-    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
-        from acp_hermes.permissions.job_input import job_input_display, job_input_request
-
-        sandbox = ctx.scope.sandbox
-        available = sandbox is not None and sandbox.available
-        request = job_input_request(ctx.session_id, job.job_id, job_command_line(job, "write", text), job.cwd,
-                                    sandbox=available)
-        display = (job_input_display(job.job_id, job.command, text, eof=eof, sandbox=available),)
-        await self._settle(ctx, request, ctx.title or f"Send input to {job.job_id}", "execute", display)
-
-    # -- carrying out a verdict
-
-    async def _settle(self, ctx: ToolContext, request: Request, title: str, kind: ToolKind,
-                      display: tuple[Display, ...], *, show: bool = True) -> Verdict:
-        where = Surroundings(self._home, self._hermes_home, ctx.roots)
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        """Decide ``request`` and carry the verdict out: refuse, or ask (with the request's display, its
+        own words if it has any, and "always" where the verdict offers it) and obey the answer, or allow;
+        an allowed request then shows its display. A shell line is analysed here, once, and carried in
+        the request: the policy reads its risk and keys, the checkpoint layer (from the permit) whether
+        it may write files."""
+        where = Surroundings(self._home, self._hermes_home, ctx.roots, ctx.cwd)
+        notice: tuple[Display, ...] = ()
+        if isinstance(request, Command | JobInput):
+            where, request, notice = self._shell(ctx, request, where)
+        elif isinstance(request, State):  # what "always" covers comes from the paths, never from the caller
+            skills = Path(os.path.realpath(self._hermes_home / "skills"))
+            request = State(request.changes, _state_subject(request.changes, skills))
+        display = (*request.display(where), *notice)
         verdict = decide(request, self.mode, await self.grants(), where)
-        log.debug("permission for call %s (%s, mode %s): %s — %s", ctx.call_id, type(request).__name__,
+        log.debug("permission for call %s (%sRequest, mode %s): %s — %s", ctx.call_id, type(request).__name__,
                   self.mode.value, verdict.outcome, "; ".join(verdict.reasons) or "no reason given")
         if verdict.outcome == "refuse":
             log.info("permission: refused (%s)", "; ".join(verdict.reasons))
@@ -241,21 +155,58 @@ class PermissionGate:
         else:
             if verdict.reasons:
                 log.info("permission: needs approval (%s)", "; ".join(verdict.reasons))
-            choice = await self._ask(ctx, _question_title(title, request, verdict), kind, display, verdict.offer)
+            choices = request.choices or _USUAL
+            title = _question_title(request.title(where, ctx.title), request, verdict)
+            choice = await self._ask(ctx, title, request.kind, display, verdict.offer, choices)
             log.debug("permission for call %s: the user answered %s", ctx.call_id, choice)
             if choice in (ALLOW_ALWAYS, REJECT_ALWAYS) and verdict.offer is not None:
                 await self._remember(verdict.offer, allow=choice == ALLOW_ALWAYS)
-            _require_allowed(choice)
-        if show:
+            _require_allowed(choice, choices)
+        if request.shown:
             await ctx.show(display)
-        return verdict
+        return Permit(verdict.sandboxed, verdict.network, request.analysis if isinstance(request, Command) else None)
+
+    # -- what only the session knows of a request
+
+    def _shell(self, ctx: ToolContext, request: Command | JobInput,
+               where: Surroundings) -> tuple[Surroundings, Command | JobInput, tuple[Display, ...]]:
+        """A shell line's surroundings (whether the session has an OS sandbox, and its network), its
+        analysis and — with the first command — what the sandbox means for it."""
+        from acp_hermes.permissions.shell.analysis import Where, analyse  # rule tables: kept off start-up
+
+        sandbox = ctx.scope.sandbox
+        available = sandbox is not None and sandbox.available
+        network_allowed = available and sandbox is not None and sandbox.network_allowed
+        where = Surroundings(where.home, where.hermes_home, where.roots, where.cwd, available, network_allowed)
+        # Analysed here, whatever the request carried: the verdict rests on this analysis alone.
+        request = request.analysed(analyse(request.line, Where(self._home, ctx.roots, request.cwd, self._hermes_home)))
+        if not isinstance(request, Command) or self._told_about_sandbox:
+            return where, request, ()
+        if not available:
+            self._told_about_sandbox = True
+            detail = sandbox.status.detail if sandbox is not None else "not set up"
+            return where, request, (TextDisplay(
+                f"⚠️ Commands run without an OS sandbox in this session ({detail}): each one runs with "
+                "your own permissions, so acp-hermes asks before commands as its mode requires."
+                + (" In bypass, which your config allows without a sandbox (allow_unsandboxed_bypass), that "
+                   "is unasked, except what acp-hermes rates dangerous or cannot see through."
+                   if self.mode is Mode.BYPASS else "")
+            ),)
+        if sandbox is not None and sandbox.holds_home:
+            from acp_hermes_tools.sandbox import HOME_NOTICE
+
+            self._told_about_sandbox = True
+            return where, request, (TextDisplay(HOME_NOTICE),)
+        return where, request, ()
+
+    # -- carrying out a verdict
 
     async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
-                   offer: GrantOffer | None) -> str:
-        options = [PermissionOption(ALLOW_ONCE, "Allow once")]
+                   offer: GrantOffer | None, choices: Choices) -> str:
+        options = [PermissionOption(ALLOW_ONCE, choices.allow)]
         if offer is not None:
             options.append(PermissionOption(ALLOW_ALWAYS, offer.allow_label))
-        options.append(PermissionOption(REJECT_ONCE, "Reject"))
+        options.append(PermissionOption(REJECT_ONCE, choices.reject))
         if offer is not None:
             options.append(PermissionOption(REJECT_ALWAYS, offer.reject_label))
         choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, kind, display, tuple(options)))
@@ -335,40 +286,21 @@ def _job_name(key: str) -> str:
 def _question_title(title: str, request: Request, verdict: Verdict) -> str:
     if not verdict.reasons:
         return title
-    if isinstance(request, CommandRequest | JobInputRequest):
+    if isinstance(request, Command | JobInput):
         return f"{title} — {', '.join(verdict.reasons)}"
     return f"{title} ({verdict.reasons[0]})"
 
 
-def _home_relative(path: Path, home: Path) -> str:
-    """``path`` as ``~/...`` when it is under ``home``: shorter in a question's title."""
-    try:
-        return f"~/{path.relative_to(home)}"
-    except ValueError:
-        return str(path)
-
-
 NOT_ASKED = "The permission request was cancelled; the action did not run."
 NOT_ASKED_SHOWN = "Not done: the permission question was cancelled."
+_USUAL = Choices("Allow once", "Reject", DECLINED_SHOWN, NOT_ASKED_SHOWN)
 
 
-def _require_allowed(choice: str) -> None:
+def _require_allowed(choice: str, choices: Choices) -> None:
     if choice == CANCELLED:
-        raise PermissionDenied(NOT_ASKED, NOT_ASKED_SHOWN)
+        raise PermissionDenied(NOT_ASKED, choices.cancelled)
     if choice not in (ALLOW_ONCE, ALLOW_ALWAYS):
-        raise PermissionDenied(DECLINED, DECLINED_SHOWN)
-
-
-def _edit_title(changes: Sequence[FileChange], cwd: Path) -> str:
-    if len(changes) != 1:
-        return f"Edit {len(changes)} files"
-    path = changes[0].path
-    try:
-        shown = str(path.relative_to(cwd))
-    except ValueError:
-        shown = str(path)
-    verb = "Delete" if changes[0].new_text is None else ("Create" if changes[0].old_text is None else "Edit")
-    return f"{verb} {shown}"
+        raise PermissionDenied(DECLINED, choices.rejected)
 
 
 _SKILL_PARTS = frozenset({"SKILL.md", "references", "templates", "scripts", "assets"})

@@ -1,7 +1,9 @@
 """The permission policy: for each side effect or read a tool wants, allow, ask or refuse, and why.
 
-``decide`` is a pure function of the request, the mode and the grants in force (no I/O, no
-asking): tests can table it, and the gate (``gate.py``) only carries out its verdict. A verdict
+``decide`` is a pure function of the request (one of ``tools.contracts.Request``: one branch per
+kind), the mode, the grants in force and the session's surroundings (no I/O, no asking): tests can
+table it, and the gate (``gate.py``) only carries out its verdict. A command arrives with its
+analysis (``permissions.shell.analysis``): its risk and grant keys are read from there. A verdict
 that asks also says what answering "always" would remember (``GrantOffer``); None means the
 question may only be answered once (dangerous commands, writes outside the workspace or to
 sensitive paths).
@@ -21,11 +23,11 @@ unasked only what the analysis can see in full: inline interpreter code, program
 time, programs without rules given another program's name and other opaque forms ask. That, and the
 refusal of catastrophic commands, is a courtesy there, not a boundary: a spelling no rule knows runs.
 
-Background jobs: input for a job that runs outside the sandbox (``JobInputRequest``) asks in every
+Background jobs: input for a job that runs outside the sandbox (``JobInput``) asks in every
 mode but ``plan``, which refuses it — the job's own state is past any rule — unless the user allowed
 all input to that very job for the session. Input for a sandboxed job is decided as the command it is.
 
-Grants are allowlists: a remembered key covers an invocation only as ``command_keys`` names it —
+Grants are allowlists: a remembered key covers an invocation only as its grant keys name it —
 the same executable, no environment assignments, only options known to be harmless for it.
 
 MCP tools: annotations are the server's claims. A server's tools ask (in ``default`` and
@@ -40,11 +42,22 @@ from typing import TYPE_CHECKING, Literal
 
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
-from acp_hermes_tools.context import ReadPurpose
+from acp_hermes_tools.contracts import (
+    Command,
+    Edit,
+    External,
+    JobInput,
+    Read,
+    Request,
+    Restore,
+    State,
+    Surroundings,
+)
 from acp_hermes_tools.paths import is_within
 
 if TYPE_CHECKING:
-    from acp_hermes.permissions.command_risk import CommandRisk
+    from acp_hermes.permissions.shell.analysis import CommandAnalysis
+    from acp_hermes.permissions.shell.rating import CommandRisk
 
 Outcome = Literal["allow", "ask", "refuse"]
 GrantScope = Literal["edits", "state", "commands", "reads", "tools", "jobs"]
@@ -60,74 +73,14 @@ PLAN_REFUSAL = (
 PLAN_SHOWN = "Not done: the session is in plan mode, which is read-only (switch modes to make changes)."
 
 
-@value
-class EditRequest:
-    """Files a tool wants to create, change or delete (absolute, resolved paths)."""
-
-    paths: tuple[Path, ...]
-
-
-@value
-class CommandRequest:
-    command: str
-    sandbox: bool = False  # this session can run commands in an OS sandbox
-    network_allowed: bool = False  # and that sandbox lets them use the network
-    leave_sandbox: bool = False  # the agent asks to run it outside the sandbox
-    cwd: Path | None = None  # where it runs (the tool's workdir): relative paths land there
-
-
-@value
-class StateRequest:
-    """A change to the agent's own stores: ``subject`` is what "always" covers ("memory", or one
-    skill as "skill <name>")."""
-
-    subject: str = "memory"
-
-
-@value
-class ReadRequest:
-    """Paths a tool wants to read (absolute, resolved), and why: their text, a whole directory
-    (a search), or a file's old text for an edit (whose own question then shows the diff)."""
-
-    paths: tuple[Path, ...]
-    purpose: ReadPurpose = "file"
-
-
-@value
-class ExternalToolRequest:
-    """A tool of an MCP server; ``read_only`` is what the server says of it."""
-
-    server: str
-    tool: str
-    read_only: bool = False
-
-    @property
-    def grant_key(self) -> str:
-        """How "always" for this tool is remembered beside command grants (no command looks like it)."""
-        return f"mcp:{self.server}/{self.tool}"
-
-    @property
-    def trust_key(self) -> str:
-        """How trusting the whole server (its read-only annotations) is remembered."""
-        return trust_key(self.server)
+def tool_key(request: External) -> str:
+    """How "always" for an MCP tool is remembered beside command grants (no command looks like it)."""
+    return f"mcp:{request.server}/{request.tool}"
 
 
 def trust_key(server: str) -> str:
+    """How trusting a whole MCP server (its read-only annotations) is remembered."""
     return f"mcp-server:{server}"
-
-
-@value
-class JobInputRequest:
-    """Input for the stdin of a background job that runs outside the sandbox. ``command`` is the job's
-    command fed the input (``tools.context.job_command_line``): rated for what it shows, though the job's
-    own state (a shell's variables, a database session) is past any rule. ``job`` is the key "always"
-    is kept under: that one job of that one session, never a program."""
-
-    command: str
-    job_id: str  # "job-1", for the words the user reads
-    job: str  # "<session id>/<job id>"
-    sandbox: bool = False  # the session has an OS sandbox, and the job runs outside it
-    cwd: Path | None = None
 
 
 SANDBOXED = "sandbox:"  # the prefix of a grant given in the sandbox: it never covers a command outside it
@@ -137,31 +90,19 @@ def sandboxed_key(key: str) -> str:
     return SANDBOXED + key
 
 
-Request = EditRequest | CommandRequest | StateRequest | ReadRequest | ExternalToolRequest | JobInputRequest
-
-
 @value
 class Grants:
     """What the user answered "always" to, as far as this session can see."""
 
     edits: bool | None = None  # True: allow all edits in the workspace; False: reject all; None: ask
-    allowed_state: frozenset[str] = frozenset()  # StateRequest subjects allowed for the session
+    allowed_state: frozenset[str] = frozenset()  # State subjects allowed for the session
     rejected_state: frozenset[str] = frozenset()
     allowed_commands: frozenset[str] = frozenset()
     rejected_commands: frozenset[str] = frozenset()
     readable_dirs: frozenset[Path] = frozenset()  # outside the workspace: reading allowed this session
     unreadable_dirs: frozenset[Path] = frozenset()  # ... and refused this session
-    allowed_jobs: frozenset[str] = frozenset()  # JobInputRequest keys: all input allowed this session
+    allowed_jobs: frozenset[str] = frozenset()  # JobInput keys: all input allowed this session
     rejected_jobs: frozenset[str] = frozenset()
-
-
-@value
-class Surroundings:
-    """Where the session works: what counts as the workspace, home and the agent's own files."""
-
-    home: Path
-    hermes_home: Path
-    roots: tuple[Path, ...]
 
 
 @value
@@ -188,30 +129,42 @@ class Verdict:
 
 
 def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    if isinstance(request, EditRequest):
-        return _decide_edits(request, mode, grants, where)
-    if isinstance(request, CommandRequest):
+    if isinstance(request, Edit):
+        return _decide_edits(request.paths, mode, grants, where)
+    if isinstance(request, Restore):
+        return _decide_restore(request, mode, grants, where)
+    if isinstance(request, Command):
         return _decide_command(request, mode, grants, where)
-    if isinstance(request, ReadRequest):
+    if isinstance(request, Read):
         return _decide_read(request, mode, grants, where)
-    if isinstance(request, ExternalToolRequest):
+    if isinstance(request, External):
         return _decide_external(request, mode, grants)
-    if isinstance(request, JobInputRequest):
+    if isinstance(request, JobInput):
         return _decide_job_input(request, mode, grants, where)
     return _decide_state(request, mode, grants)
+
+
+def _analysis(request: Command | JobInput) -> CommandAnalysis:
+    """A shell line is decided on its analysis, which the gate puts in the request."""
+    from acp_hermes.permissions.shell.analysis import CommandAnalysis
+
+    analysis = request.analysis
+    if not isinstance(analysis, CommandAnalysis) or analysis.line != request.line:
+        raise TypeError("a shell line is decided on its own analysis (permissions.shell.analysis.analyse)")
+    return analysis
 
 
 def _refuse(message: str, *reasons: str, shown: str) -> Verdict:
     return Verdict("refuse", reasons, message, shown)
 
 
-def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+def _decide_edits(paths: tuple[Path, ...], mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
     from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     concerns = []
-    for path in request.paths:
+    for path in paths:
         if not is_within(path, where.roots):
             concerns.append(f"{path} is outside the workspace")
         reason = sensitive_path_reason(path, where.home, hermes_home=where.hermes_home)
@@ -232,19 +185,32 @@ def _decide_edits(request: EditRequest, mode: Mode, grants: Grants, where: Surro
     return Verdict("ask", offer=offer)
 
 
-def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+def _decide_restore(request: Restore, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    """A restore is decided as the edit it is, never remembered: where the edit would ask, the question
+    is the restore's own (``Restore.choices``: allow it, or keep things as they are, under the plain
+    title), and a restore the client asked for holds unasked (the user asked there)."""
+    verdict = _decide_edits(request.paths, mode, grants, where)
+    if verdict.outcome != "ask":
+        return verdict
+    if request.requested:
+        return Verdict("allow", ("the client asked for this restore",))
+    return Verdict("ask")
+
+
+def _decide_read(request: Read, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
     from acp_hermes_tools.sensitive_paths import sensitive_path_reason  # rule tables: kept off start-up
 
+    paths = request.read_paths  # a hard link to a secret is decided as a read of that secret
     secrets = [
-        reason if len(request.paths) == 1 else f"{path}: {reason}"
-        for path in request.paths
+        reason if len(paths) == 1 else f"{path}: {reason}"
+        for path in paths
         if (reason := sensitive_path_reason(path, where.home, hermes_home=where.hermes_home))
     ]
     if secrets:
         return Verdict("ask", tuple(secrets))
     if request.purpose == "edit":
         return Verdict("allow", ("the edit asks by itself",))
-    outside = [path for path in request.paths
+    outside = [path for path in paths
                if not is_within(path, where.roots) and not is_within(path, grants.readable_dirs)]
     if not outside:
         return Verdict("allow", ("inside the workspace or a directory allowed this session",))
@@ -260,11 +226,9 @@ def _decide_read(request: ReadRequest, mode: Mode, grants: Grants, where: Surrou
     return Verdict("ask", tuple(f"{path} is outside the workspace" for path in outside), offer=offer)
 
 
-def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
-    from acp_hermes.permissions.command_risk import assess_command, grant_keys  # big rule tables: kept off start-up
-
-    risk = assess_command(request.command, home=where.home, roots=where.roots, cwd=request.cwd,
-                          hermes_home=where.hermes_home)
+def _decide_command(request: Command, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+    analysis = _analysis(request)
+    risk = analysis.risk
     if risk.level == "catastrophic":
         return _refuse(
             f"Refused: this command is never allowed ({', '.join(risk.reasons)}). Do not try to run it "
@@ -274,14 +238,14 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
         )
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
-    grantable = grant_keys(request.command, where.roots)
+    grantable = analysis.grant
     keys, why_not = grantable.keys, tuple(filter(None, (grantable.why_not,)))
     rejected = [key for key in keys or () if key in grants.rejected_commands]
     if rejected:
         return _refuse(f"The user chose to always reject `{rejected[0]}`. " + DECLINED, f"{rejected[0]} rejected",
                        shown=f"Not run: you chose to always reject `{rejected[0]}`.")
-    if request.sandbox:
-        return _decide_sandboxed(request, risk, keys, why_not, mode, grants)
+    if where.sandbox:
+        return _decide_sandboxed(request, risk, keys, why_not, mode, grants, where)
     if risk.level == "dangerous":
         return Verdict("ask", risk.reasons)
     if mode is Mode.BYPASS:
@@ -299,15 +263,12 @@ def _decide_command(request: CommandRequest, mode: Mode, grants: Grants, where: 
     return Verdict("ask", offer=offer)
 
 
-def _decide_job_input(request: JobInputRequest, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
+def _decide_job_input(request: JobInput, mode: Mode, grants: Grants, where: Surroundings) -> Verdict:
     """Input for a job outside the sandbox asks in every mode but ``plan`` (refused): what the job makes of
     it runs unconfined, and no rule sees the job's state — as for a command that leaves the sandbox, or
     one whose content cannot be seen in full without one. Only the user's "always" for that very job
     (this session) lets it through, and even then a dangerous line asks and a catastrophic one is refused."""
-    from acp_hermes.permissions.command_risk import assess_command  # big rule tables: kept off start-up
-
-    risk = assess_command(request.command, home=where.home, roots=where.roots, cwd=request.cwd,
-                          hermes_home=where.hermes_home)
+    risk = _analysis(request).risk
     if risk.level == "catastrophic":
         return _refuse(
             f"Refused: this input is never allowed ({', '.join(risk.reasons)}). Do not try to send it "
@@ -317,27 +278,27 @@ def _decide_job_input(request: JobInputRequest, mode: Mode, grants: Grants, wher
         )
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
-    name = request.job_id
-    if request.job in grants.rejected_jobs:
+    name, key = request.job.job_id, request.key
+    if key in grants.rejected_jobs:
         return _refuse(f"The user chose to reject all input to {name} in this session. " + DECLINED,
                        f"input to {name} rejected",
                        shown=f"Not sent: you rejected all input to {name} for this session.")
-    outside = f"{name} runs {'outside the sandbox' if request.sandbox else 'without an OS sandbox'}"
+    outside = f"{name} runs {'outside the sandbox' if where.sandbox else 'without an OS sandbox'}"
     reasons = tuple(dict.fromkeys((outside, *risk.reasons)))
     if risk.level == "dangerous":
         return Verdict("ask", reasons)
-    if request.job in grants.allowed_jobs:
+    if key in grants.allowed_jobs:
         return Verdict("allow", (f"all input to {name} allowed this session",))
-    offer = GrantOffer("jobs", (request.job,), f"Always allow input to {name} in this session",
+    offer = GrantOffer("jobs", (key,), f"Always allow input to {name} in this session",
                        f"Reject all input to {name} in this session")
     return Verdict("ask", reasons, offer=offer)
 
 
 def _decide_sandboxed(
-    request: CommandRequest, risk: CommandRisk, keys: tuple[str, ...] | None, why_not: tuple[str, ...], mode: Mode,
-    grants: Grants,
+    request: Command, risk: CommandRisk, keys: tuple[str, ...] | None, why_not: tuple[str, ...], mode: Mode,
+    grants: Grants, where: Surroundings,
 ) -> Verdict:
-    leaves = request.leave_sandbox or risk.outside_writes or risk.scratch_writes or risk.protected_writes
+    leaves = request.outside_sandbox or risk.outside_writes or risk.scratch_writes or risk.protected_writes
     if leaves:  # asks; then runs unconfined
         shared = [f"writes outside the workspace ({path})" for path in risk.scratch_writes[:2]]
         kept = [f"writes {path}, which the sandbox keeps read-only" for path in risk.protected_writes
@@ -352,10 +313,10 @@ def _decide_sandboxed(
         offer = GrantOffer("commands", keys, f"Always allow {label} outside the sandbox in this project",
                            f"Always reject {label} in this project")
         return Verdict("ask", reasons, offer=offer)
-    if risk.network and not request.network_allowed:  # asks, and runs in the sandbox with the network on
+    if risk.network and not where.network_allowed:  # asks, and runs in the sandbox with the network on
         return Verdict("ask", (*risk.reasons, "needs the network"), sandboxed=True, network=True)
     if risk.level == "dangerous":
-        return Verdict("ask", risk.reasons, sandboxed=True, network=request.network_allowed)
+        return Verdict("ask", risk.reasons, sandboxed=True, network=where.network_allowed)
     if mode in (Mode.ACCEPT_EDITS, Mode.BYPASS):
         return Verdict("allow", (f"{mode.value} mode, in the sandbox",), sandboxed=True)
     allowed = grants.allowed_commands
@@ -371,16 +332,18 @@ def _decide_sandboxed(
     return Verdict("ask", offer=offer, sandboxed=True)
 
 
-def _only_writes_the_repository(request: CommandRequest, risk: CommandRisk) -> bool:
+def _only_writes_the_repository(request: Command, risk: CommandRisk) -> bool:
     """A plain git command that leaves the sandbox only because it writes the repository's ``.git``."""
-    from acp_hermes.permissions.command_risk import REPOSITORY
+    from acp_hermes.permissions.shell.programs.git import REPOSITORY
 
-    return (risk.level == "normal" and not risk.network and not request.leave_sandbox and not risk.outside_writes
+    return (risk.level == "normal" and not risk.network and not request.outside_sandbox and not risk.outside_writes
             and not risk.scratch_writes and set(risk.protected_writes) == {REPOSITORY})
 
 
-def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
+def _decide_state(request: State, mode: Mode, grants: Grants) -> Verdict:
     subject = request.subject
+    if not subject:
+        raise ValueError("a store change is decided on its subject, which the gate finds from its paths")
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
     if subject in grants.rejected_state:
@@ -395,16 +358,16 @@ def _decide_state(request: StateRequest, mode: Mode, grants: Grants) -> Verdict:
     return Verdict("ask", offer=offer)
 
 
-def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -> Verdict:
+def _decide_external(request: External, mode: Mode, grants: Grants) -> Verdict:
     """MCP tools: a server's annotations are its own claims, believed only once the user trusts the
     server. Until then every tool asks in ``default`` and ``accept-edits`` (an MCP call is no file edit
     the editor could show) unless remembered, and none runs in ``plan`` mode."""
-    trusted = request.trust_key in grants.allowed_commands
+    trusted = trust_key(request.server) in grants.allowed_commands
     if request.read_only and trusted:
         return Verdict("allow", (f"read-only by its server, which the user trusts ({request.server})",))
     if mode is Mode.PLAN:
         return _refuse(PLAN_REFUSAL, "plan mode", shown=PLAN_SHOWN)
-    key = request.grant_key
+    key = tool_key(request)
     if key in grants.rejected_commands:
         return _refuse(f"The user chose to always reject {request.tool} of {request.server}. " + DECLINED,
                        f"{key} rejected",
@@ -415,7 +378,7 @@ def _decide_external(request: ExternalToolRequest, mode: Mode, grants: Grants) -
         return Verdict("allow", ("bypass mode",))
     label = f"{request.tool} of {request.server}"
     if request.read_only:
-        offer = GrantOffer("tools", (request.trust_key,),
+        offer = GrantOffer("tools", (trust_key(request.server),),
                            f"Trust {request.server}: run its read-only tools without asking in this project",
                            f"Always reject {label} in this project", rejected_keys=(key,))
         return Verdict("ask", (f"{request.server} says it only reads; it is not trusted yet",), offer=offer)

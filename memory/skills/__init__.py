@@ -12,8 +12,11 @@ external one of the same name, and an earlier external folder hides a later one.
 
 The package is put together from one module per job: ``records`` (limits, name rules, records,
 errors), ``frontmatter`` (reading and checking a SKILL.md's frontmatter), ``index`` (which skills
-there are, kept between lookups) and ``store`` (``SkillStore``: reading skills and writing them in
-two steps, prepare then apply).
+there are, kept between lookups), ``store`` (``SkillStore``: reading skills and writing them in
+two steps, prepare then apply), ``usage`` (the ``.usage.json`` sidecar and the recorder that fills
+it off the caller's path), ``history`` (the ledger of every change), ``archive`` (``.archive/``),
+``lifecycle`` (active, stale, archived: the daily run), ``quarantine`` (project skills scanned
+whole) and ``clock`` (the time all of it goes by).
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from acp_hermes_memory.skills.records import (
     MAX_SKILL_CHARS,
     SKILL_FILE,
     SUPPORT_DIRS,
+    FileRestore,
+    Quarantined,
     SkillChange,
     SkillConflictError,
     SkillError,
     SkillInfo,
+    SkillStatus,
     SkillThreatError,
     SkillView,
     valid_name,
@@ -45,10 +51,13 @@ __all__ = [
     "MAX_SKILL_CHARS",
     "SKILL_FILE",
     "SUPPORT_DIRS",
+    "FileRestore",
+    "Quarantined",
     "SkillChange",
     "SkillConflictError",
     "SkillError",
     "SkillInfo",
+    "SkillStatus",
     "SkillStore",
     "SkillThreatError",
     "SkillView",

@@ -7,6 +7,10 @@ change. An mtime younger than ``RACY_NS`` at scan time is not trusted (see there
 after a change every lookup rescans. Listing parses only the top-level ``description`` and
 ``platforms`` of each frontmatter (``memory.skills.frontmatter.quick_fields``).
 
+A project's skill folders (``project``) are read whole and scanned by ``memory.skills.quarantine``
+whenever a file of theirs changes: a flagged skill is quarantined (``Snapshot.quarantined``) instead
+of listed, and every file of such skills is watched.
+
 What reaches a prompt from a skill folder is checked here: a folder whose name is not a valid
 skill name (``NAME_PATTERN``, at most ``MAX_NAME_CHARS``) is not listed (a name with a newline or a
 "## System: ..." could forge a section of the system prompt), and a skill whose frontmatter ``name``
@@ -32,11 +36,13 @@ from acp_hermes_memory.skills.frontmatter import (
     quick_fields,
     split_frontmatter,
 )
+from acp_hermes_memory.skills.quarantine import ProjectScanner
 from acp_hermes_memory.skills.records import (
     EXCLUDED_DIRS,
     MAX_DESCRIPTION_CHARS,
     MAX_NAME_CHARS,
     SKILL_FILE,
+    Quarantined,
     SkillError,
     SkillInfo,
     valid_name,
@@ -72,6 +78,7 @@ class Snapshot:
     mtimes: list[int]
     parsed: dict[str, _Parsed] = field(default_factory=dict)
     settled: bool = True  # no watched mtime was recent when it was built
+    quarantined: tuple[Quarantined, ...] = ()  # project skills the scanner flagged
 
     def unchanged(self) -> bool:
         if not self.settled:
@@ -85,30 +92,32 @@ class Snapshot:
 class _Builder:
     """One scan of the skill folders: found skills, and every path whose mtime it depends on."""
 
-    def __init__(self, previous: dict[str, _Parsed], platform: str) -> None:
+    def __init__(self, previous: dict[str, _Parsed], platform: str, scanner: ProjectScanner | None) -> None:
         self.previous = previous
         self.platform = platform
+        self.scanner = scanner
+        self.quarantined: list[Quarantined] = []
         self.settled_before = time.time_ns() - RACY_NS
         self.watched: list[str] = []
         self.mtimes: list[int] = []
         self.parsed: dict[str, _Parsed] = {}
         self.found: list[SkillInfo] = []
 
-    def scan_root(self, root: Path, read_only: bool) -> None:
+    def scan_root(self, root: Path, origin: str) -> None:
         if not self._watch(str(root)):
             return
         for entry in _subdirectories(str(root)):
-            if not self._add_skill(root, entry, None, read_only):
-                self._scan_category(root, entry, read_only)
+            if not self._add_skill(root, entry, None, origin):
+                self._scan_category(root, entry, origin)
 
-    def _scan_category(self, root: Path, category: os.DirEntry[str], read_only: bool) -> None:
+    def _scan_category(self, root: Path, category: os.DirEntry[str], origin: str) -> None:
         if not valid_name(category.name) or not self._watch(category.path):
             return
         for entry in _subdirectories(category.path):
-            if not self._add_skill(root, entry, category.name, read_only):
+            if not self._add_skill(root, entry, category.name, origin):
                 self._watch(entry.path)  # a SKILL.md may be added to it later
 
-    def _add_skill(self, root: Path, entry: os.DirEntry[str], category: str | None, read_only: bool) -> bool:
+    def _add_skill(self, root: Path, entry: os.DirEntry[str], category: str | None, origin: str) -> bool:
         """Index ``entry`` if it holds a SKILL.md; False when it holds none."""
         skill_file = os.path.join(entry.path, SKILL_FILE)
         if not valid_name(entry.name):
@@ -121,7 +130,15 @@ class _Builder:
         if parsed is None:
             return False
         if parsed.error is None and (parsed.platforms is None or self.platform in parsed.platforms):
-            info = SkillInfo(entry.name, parsed.description, category, Path(entry.path), root, read_only)
+            info = SkillInfo(entry.name, parsed.description, category, Path(entry.path), root, origin != "home", origin)
+            if origin == "project" and self.scanner is not None:
+                verdict = self.scanner.check(entry.path, self.settled_before)
+                for path, mtime in verdict.watched:
+                    self.watched.append(path)
+                    self.mtimes.append(mtime)
+                if verdict.reason is not None:
+                    self.quarantined.append(Quarantined(info, verdict.reason))
+                    return True
             self.found.append(info)
         return True
 
@@ -225,15 +242,19 @@ def _body_description(body: str) -> str:
     return ""
 
 
-def build_index(previous: Snapshot | None, root: Path, external: Sequence[Path], platform: str) -> Snapshot:
-    """Scan ``root`` (writable) and the ``external`` folders (read-only), reusing what ``previous``
-    parsed of SKILL.md files that did not change."""
-    builder = _Builder({} if previous is None else previous.parsed, platform)
-    builder.scan_root(root, read_only=False)
+def build_index(previous: Snapshot | None, root: Path, external: Sequence[Path], platform: str,
+                project: Sequence[Path] = (), scanner: ProjectScanner | None = None) -> Snapshot:
+    """Scan ``root`` (writable), the ``external`` folders and the ``project`` ones (read-only, and read
+    whole by ``scanner``), reusing what ``previous`` parsed of SKILL.md files that did not change."""
+    builder = _Builder({} if previous is None else previous.parsed, platform, scanner)
+    builder.scan_root(root, "home")
     for folder in external:
-        builder.scan_root(folder, read_only=True)
+        builder.scan_root(folder, "external")
+    for folder in project:
+        builder.scan_root(folder, "project")
     settled = max(builder.mtimes, default=-1) < builder.settled_before
-    return Snapshot(_visible(builder.found), builder.watched, builder.mtimes, builder.parsed, settled)
+    return Snapshot(_visible(builder.found), builder.watched, builder.mtimes, builder.parsed, settled,
+                    tuple(builder.quarantined))
 
 
 def _visible(found: Sequence[SkillInfo]) -> tuple[SkillInfo, ...]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from acp_hermes_memory.scan import Finding
+from acp_hermes_memory.skills.usage import Usage
 from acp_hermes_memory.values import value
 
 Action = Literal["create", "edit", "patch", "delete", "write_file", "remove_file"]
@@ -56,6 +57,7 @@ class SkillInfo:
     path: Path  # the skill's folder
     source: Path  # the skills folder it was found in
     read_only: bool  # found in an external folder
+    origin: str = "home"  # home, external (a configured folder) or project (the workspace's own)
 
     @property
     def qualified_name(self) -> str:
@@ -65,6 +67,42 @@ class SkillInfo:
     @property
     def skill_file(self) -> Path:
         return self.path / SKILL_FILE
+
+
+@value
+class Quarantined:
+    """A project skill the threat scanner flagged: never listed in the index nor loadable."""
+
+    info: SkillInfo
+    reason: str
+
+
+@value
+class SkillStatus:
+    """A listed skill with its usage: what ``/skills`` and ``acp-hermes skills list`` show."""
+
+    info: SkillInfo
+    usage: Usage
+    created_by: str  # agent, user (a skill in the home folder the agent did not create), external, project
+
+    @property
+    def state(self) -> str:
+        """active or stale (an archived skill is not listed)."""
+        return "stale" if self.usage.state == "stale" else "active"
+
+    @property
+    def pinned(self) -> bool:
+        return self.usage.pinned
+
+
+@value
+class FileRestore:
+    """One skill file to put back as it was (a rollback): ``text`` None, it did not exist."""
+
+    skill: str
+    directory: str  # the skill's folder, relative to the skills folder
+    path: str  # relative to the skill's folder
+    text: str | None
 
 
 @value

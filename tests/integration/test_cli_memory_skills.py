@@ -110,7 +110,7 @@ def test_skills_list_and_show_every_source(tmp_path: Path) -> None:
     assert sources == {"deploy": "home", "ops/rotate-logs": "home", "lint": "project", "review": "external"}
     assert not os.path.exists(home / "acp-hermes" / "logs")  # nothing was logged: no log directory made
     table = run_cli("skills", "list", "--log-level", "warning", home=home).stdout
-    assert "ops/rotate-logs  home      Rotate the logs." in table
+    assert "ops/rotate-logs  home      active  -          0  never       Rotate the logs." in table
 
     shown = run_cli("skills", "show", "deploy", home=home)
     assert shown.returncode == 0, shown.stderr

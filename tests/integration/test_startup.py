@@ -27,7 +27,8 @@ from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of
 HEAVY = ("anthropic", "jsonschema", "httpx", "mcp", "mcp_types")
 TOOL_MODULES = tuple(f"acp_hermes_tools.{name}" for name in (
     "files", "terminal", "todo", "memory", "session_search", "search", "diffs", "registry"))
-RULE_TABLES = ("acp_hermes.permissions.command_risk", "acp_hermes_tools.sensitive_paths")
+RULE_TABLES = ("acp_hermes.permissions.shell.analysis", "acp_hermes.permissions.shell.programs",
+               "acp_hermes_tools.sensitive_paths")
 # A module name as the import trace prints it, after its timings. The trace is not parsed line by line:
 # the state.db thread imports at the same time, and two threads' trace lines can interleave mid-line.
 _TRACED = re.compile(r"\|\s*([A-Za-z_][\w.]*)(?=\s|$)")

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_tools.context import CommandPermit, Gate, ReadPurpose, ToolContext, ToolScope, ToolState
-from acp_hermes_tools.contracts import FileChange, JobHandle, PermissionDenied, ToolEvent, ToolServices
+from acp_hermes_tools.context import Gate, Permit, ToolContext, ToolScope, ToolState
+from acp_hermes_tools.contracts import (
+    Command,
+    Edit,
+    External,
+    FileChange,
+    JobInput,
+    PermissionDenied,
+    Read,
+    Request,
+    State,
+    ToolEvent,
+    ToolServices,
+)
 from acp_hermes_tools.local_io import LocalEditor
 from acp_hermes_tools.sandbox import SessionSandbox
 
@@ -40,33 +52,22 @@ class RecordingGate:
         if not self.allow:
             raise PermissionDenied("The user declined this action.")
 
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        self.edits.append(list(changes))
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        if isinstance(request, Read):
+            self.reads.append(list(request.paths))  # reads are never refused here: the policy's tests cover that
+            return Permit()
+        if isinstance(request, Edit):
+            self.edits.append(list(request.changes))
+        elif isinstance(request, Command):
+            self.commands.append((request.line, request.cwd))
+        elif isinstance(request, State):
+            self.states.append(list(request.changes))
+        elif isinstance(request, External):
+            self.external.append((request.server, request.tool, dict(request.arguments), request.read_only))
+        elif isinstance(request, JobInput):
+            self.job_inputs.append((request.job.job_id, request.text, request.eof))
         self._decide()
-
-    async def authorize_command(
-        self, ctx: ToolContext, command: str, cwd: Path, *, outside_sandbox: bool = False
-    ) -> CommandPermit:
-        self.commands.append((command, cwd))
-        self._decide()
-        return CommandPermit(sandboxed=self.sandboxed)
-
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        self.states.append(list(changes))
-        self._decide()
-
-    async def authorize_read(self, ctx: ToolContext, paths: Sequence[Path], purpose: ReadPurpose = "file", *,
-                             links: Mapping[Path, Path] | None = None) -> None:
-        self.reads.append(list(paths))  # reads are never refused here: the policy's tests cover that
-
-    async def authorize_external(self, ctx: ToolContext, server: str, tool: str, arguments: dict[str, Any], *,
-                                 read_only: bool) -> None:
-        self.external.append((server, tool, dict(arguments), read_only))
-        self._decide()
-
-    async def authorize_job_input(self, ctx: ToolContext, job: JobHandle, text: str, *, eof: bool = False) -> None:
-        self.job_inputs.append((job.job_id, text, eof))
-        self._decide()
+        return Permit(sandboxed=self.sandboxed) if isinstance(request, Command) else Permit()
 
 
 def make_scope(

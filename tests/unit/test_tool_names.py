@@ -25,6 +25,8 @@ PACKAGES = {"acp_hermes": "acp_hermes", "acp_hermes_tools": "tools", "acp_hermes
 # Where a word that is a tool's name means something else.
 OTHER_MEANINGS: dict[str, set[str]] = {
     # ACP's terminal: the content type, the client capability, the display record of one
+    "acp_hermes/adapter/handshake.py": {"terminal"},
+    "acp_hermes/adapter/reception.py": {"terminal"},
     "acp_hermes/adapter/render.py": {"terminal"},
     "acp_hermes/adapter/server.py": {"terminal"},
     "acp_hermes/adapter/terminal_client.py": {"terminal"},

@@ -28,7 +28,7 @@ def prompt(tmp_path: Path, skills: list[tuple[str, str | None, str]]) -> str:
     cwd.mkdir(exist_ok=True)
     return build_system_prompt(PromptInputs(
         paths=Paths(tmp_path / "home"), cwd=cwd, session_id="s", now=NOW, system_message=None, memory_block="",
-        tool_names=frozenset({"skill_view"}), skills=skills,
+        tool_names=frozenset({"skill_view"}), skills=[(*skill, "") for skill in skills],
     ))
 
 

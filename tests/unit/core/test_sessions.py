@@ -178,7 +178,8 @@ async def test_a_session_is_complete_when_built(env: Env) -> None:
     env.provider.script(text("one"), text("two"))
     assert await session.prompt([TextPart("first")]) == "end_turn"
     assert await session.prompt([TextPart("second")]) == "end_turn"
-    assert jobs == ["name_session"]  # named once, after its first exchange, by the work it was built with
+    # The skills' upkeep beside it as it opens; named once, after its first exchange, by the work it was built with.
+    assert jobs == ["after_open", "name_session"]
 
 
 async def test_a_subagents_session_is_not_opened_on_its_own(env: Env) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_hermes.permissions.command_risk import assess_command, command_keys
-from acp_hermes.permissions.shell_parse import parse_commands
+from acp_hermes.permissions.shell.keys import command_keys
+from acp_hermes.permissions.shell.parse import parse_commands
+from acp_hermes.permissions.shell.risk import assess_command
 
 HOME = Path("/home/dev")
 PROJECT = Path("/work/proj")
@@ -975,9 +976,9 @@ def test_what_a_program_without_rules_may_run_is_judged_as_if_it_ran() -> None:
 
 def test_programs_the_read_only_rules_trust_are_never_taken_for_wrappers() -> None:
     """The programs ``read_only`` lets run with any words take program names as data, not as commands."""
-    from acp_hermes.permissions.read_only import _ANY_ARGUMENTS
+    from acp_hermes.permissions.shell.programs import ANY_ARGUMENTS
 
-    opaque = {name: risk.opaque for name in _ANY_ARGUMENTS - {"arch"}
+    opaque = {name: risk.opaque for name in ANY_ARGUMENTS - {"arch"}
               if (risk := assess_command(f"{name} rm python3", home=HOME, roots=[PROJECT])).opaque}
     assert opaque == {}
 

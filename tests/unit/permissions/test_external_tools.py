@@ -10,16 +10,16 @@ import pytest
 
 from acp_hermes.permissions.gate import PermissionGate, PermissionQuestion
 from acp_hermes.permissions.modes import Mode
-from acp_hermes.permissions.policy import ExternalToolRequest, Grants, Surroundings, decide
+from acp_hermes.permissions.policy import Grants, decide
 from acp_hermes_memory.grants import GrantStore
-from acp_hermes_tools.contracts import PermissionDenied, TextDisplay
+from acp_hermes_tools.contracts import External, PermissionDenied, Surroundings, TextDisplay
 from tests.support.tools import make_context
 
 pytestmark = pytest.mark.anyio
 
 WHERE = Surroundings(Path("/home/u"), Path("/home/u/.hermes"), (Path("/ws"),))
-WRITE = ExternalToolRequest("docs", "write_note")
-READ = ExternalToolRequest("docs", "echo", read_only=True)
+WRITE = External("docs", "write_note", {})
+READ = External("docs", "echo", {}, read_only=True)
 TRUSTED = Grants(allowed_commands=frozenset({"mcp-server:docs"}))
 
 
@@ -44,7 +44,7 @@ TRUSTED = Grants(allowed_commands=frozenset({"mcp-server:docs"}))
         (WRITE, Mode.DEFAULT, Grants(allowed_commands=frozenset({"mcp:other/write_note"})), "ask"),
     ],
 )
-def test_the_policy(request_: ExternalToolRequest, mode: Mode, grants: Grants, outcome: str) -> None:
+def test_the_policy(request_: External, mode: Mode, grants: Grants, outcome: str) -> None:
     assert decide(request_, mode, grants, WHERE).outcome == outcome
 
 

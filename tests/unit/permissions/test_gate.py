@@ -17,7 +17,17 @@ from acp_hermes.permissions.gate import PermissionGate, PermissionQuestion
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.grants import GrantStore
 from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, PermissionDenied, TextDisplay, ToolCallUpdated
+from acp_hermes_tools.contracts import (
+    Command,
+    DiffDisplay,
+    Edit,
+    FileChange,
+    PermissionDenied,
+    Restore,
+    State,
+    TextDisplay,
+    ToolCallUpdated,
+)
 from tests.support.tools import events_of, make_context
 
 pytestmark = pytest.mark.anyio
@@ -88,11 +98,11 @@ async def attempt(setup: Setup, gate: PermissionGate, action: str) -> str:
             path = Path(action.removeprefix("edit:").replace("WS", str(setup.workspace))
                         .replace("EXTRA", str(setup.extra)).replace("OUT", str(setup.root / "outside"))
                         .replace("HOME", str(setup.home)).replace("HERMES", str(setup.hermes_home)))
-            await gate.authorize_edits(ctx, [FileChange(path, "old\n", "new\n")])
+            await gate.authorize(ctx, Edit((FileChange(path, "old\n", "new\n"),)))
         elif action.startswith("run:"):
-            await gate.authorize_command(ctx, action.removeprefix("run:"), setup.workspace)
+            await gate.authorize(ctx, Command(action.removeprefix("run:"), setup.workspace))
         else:
-            await gate.authorize_state(ctx, [FileChange(Path("/m/MEMORY.md"), "", "tabs\n")])
+            await gate.authorize(ctx, State((FileChange(Path("/m/MEMORY.md"), "", "tabs\n"),)))
     except PermissionDenied:
         return "asked, refused" if len(asker(gate).questions) > before else "refused"
     return "asked" if len(asker(gate).questions) > before else "allowed"
@@ -142,7 +152,7 @@ async def test_an_approved_edit_shows_the_diff_it_asked_about(setup: Setup) -> N
     gate = setup.gate()
     ctx = setup.context(gate)
     new_file, existing = setup.workspace / "new.py", setup.workspace / "old.py"
-    await gate.authorize_edits(ctx, [FileChange(existing, "a\n", "b\n"), FileChange(new_file, None, "c\n")])
+    await gate.authorize(ctx, Edit((FileChange(existing, "a\n", "b\n"), FileChange(new_file, None, "c\n"))))
     (question,) = asker(gate).questions
     assert question.title == "Edit 2 files" and question.kind == "edit"
     assert question.display == (DiffDisplay(str(existing), "a\n", "b\n"), DiffDisplay(str(new_file), None, "c\n"))
@@ -153,8 +163,8 @@ async def test_an_approved_edit_shows_the_diff_it_asked_about(setup: Setup) -> N
 async def test_a_command_question_shows_the_exact_command_and_where_it_runs(setup: Setup) -> None:
     gate = setup.gate()
     ctx = setup.context(gate)
-    await gate.authorize_command(ctx, "make -j4 test", setup.workspace)
-    await gate.authorize_command(ctx, "ls", setup.extra)
+    await gate.authorize(ctx, Command("make -j4 test", setup.workspace))
+    await gate.authorize(ctx, Command("ls", setup.extra))
     first, second = asker(gate).questions
     assert (first.title, first.kind) == ("Run make -j4 test", "execute")
     command, notice = first.display  # this session has no sandbox: the first command says so, once
@@ -168,9 +178,9 @@ async def test_rejections_and_cancellation_refuse(setup: Setup) -> None:
     for answer, message in (("reject_once", "declined"), ("cancelled", "cancelled"), ("bogus", "declined")):
         gate = setup.gate("default", answer)
         with pytest.raises(PermissionDenied, match=message):
-            await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "a", "x", "y")])
+            await gate.authorize(setup.context(gate), Edit((FileChange(setup.workspace / "a", "x", "y"),)))
         with pytest.raises(PermissionDenied, match=message):
-            await gate.authorize_command(setup.context(gate), "pytest", setup.workspace)
+            await gate.authorize(setup.context(gate), Command("pytest", setup.workspace))
         assert len(asker(gate).questions) == 2
 
 
@@ -184,7 +194,7 @@ async def test_a_refusal_tells_the_model_what_to_do_and_the_user_what_happened(s
     ]
     for gate, shown in cases:
         with pytest.raises(PermissionDenied) as refused:
-            await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "a", "x", "y")])
+            await gate.authorize(setup.context(gate), Edit((FileChange(setup.workspace / "a", "x", "y"),)))
         assert refused.value.shown == shown and str(refused.value) != shown
     rejecting = setup.gate("default", "reject_always")
     with pytest.raises(PermissionDenied):
@@ -196,7 +206,7 @@ async def test_a_refusal_tells_the_model_what_to_do_and_the_user_what_happened(s
 
 
 async def gate_edit(setup: Setup, gate: PermissionGate) -> None:
-    await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "a", "x", "y")])
+    await gate.authorize(setup.context(gate), Edit((FileChange(setup.workspace / "a", "x", "y"),)))
 
 
 def test_a_question_with_two_options_of_one_kind_cannot_be_made() -> None:
@@ -218,18 +228,18 @@ def test_a_question_with_two_options_of_one_kind_cannot_be_made() -> None:
 ])
 async def test_a_restore_asks_one_question_restore_or_keep(setup: Setup, answer: str, shown: str | None) -> None:
     gate = setup.gate("default", answer)
-    changes = [FileChange(setup.workspace / "a", None, None)]
+    changes = (FileChange(setup.workspace / "a", None, None),)
     if shown is None:
-        await gate.authorize_restore(setup.context(gate), changes, "Restore 1 file", (TextDisplay("diff"),))
+        await gate.authorize(setup.context(gate), Restore(changes, "Restore 1 file", (TextDisplay("diff"),)))
     else:
         with pytest.raises(PermissionDenied) as refused:
-            await gate.authorize_restore(setup.context(gate), changes, "Restore 1 file", (TextDisplay("diff"),))
+            await gate.authorize(setup.context(gate), Restore(changes, "Restore 1 file", (TextDisplay("diff"),)))
         assert refused.value.shown == shown
     [question] = asker(gate).questions
     assert [(o.option_id, o.label) for o in question.options] == [
         ("allow_once", "Restore 1 file"), ("reject_once", "Keep things as they are")]
     requested = setup.gate("default", "reject_once")  # the client asked for this restore: no question
-    await requested.authorize_restore(setup.context(requested), changes, "Restore 1 file", (), requested=True)
+    await requested.authorize(setup.context(requested), Restore(changes, "Restore 1 file", (), requested=True))
     assert asker(requested).questions == []
 
 
@@ -249,7 +259,7 @@ async def test_always_rejecting_edits_refuses_later_ones_silently(setup: Setup) 
     gate = setup.gate("default", "reject_always")
     assert await attempt(setup, gate, "edit:WS/a.py") == "asked, refused"
     with pytest.raises(PermissionDenied, match="reject all edits"):
-        await gate.authorize_edits(setup.context(gate), [FileChange(setup.workspace / "b.py", None, "x")])
+        await gate.authorize(setup.context(gate), Edit((FileChange(setup.workspace / "b.py", None, "x"),)))
     assert len(asker(gate).questions) == 1
 
 
@@ -283,7 +293,7 @@ async def test_dangerous_commands_ask_despite_grants_and_bypass(setup: Setup) ->
     bypass = setup.gate("bypass", "allow_once")
     assert await attempt(setup, bypass, "run:rm -rf build") == "asked"
     with pytest.raises(PermissionDenied, match="never allowed"):
-        await bypass.authorize_command(setup.context(bypass), "sudo rm -rf --no-preserve-root /", setup.workspace)
+        await bypass.authorize(setup.context(bypass), Command("sudo rm -rf --no-preserve-root /", setup.workspace))
 
 
 async def test_remembered_rejection_wins_over_bypass(setup: Setup) -> None:

@@ -6,7 +6,8 @@ import shlex
 
 import pytest
 
-from acp_hermes.permissions.grant_options import harmless_sed_script, is_listed, unlisted_options
+from acp_hermes.permissions.shell.programs import is_listed, unlisted_options
+from acp_hermes.permissions.shell.programs.text import harmless_sed_script
 
 
 def unlisted(command: str) -> tuple[str, ...]:

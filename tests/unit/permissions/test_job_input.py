@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from acp_hermes.permissions.gate import PermissionGate
-from acp_hermes.permissions.job_input import job_input_display, visible
 from acp_hermes.permissions.modes import Mode
-from acp_hermes.permissions.policy import Grants, JobInputRequest, Surroundings, Verdict, decide
-from acp_hermes_tools.contracts import PermissionDenied, TextDisplay
+from acp_hermes.permissions.policy import Grants, Verdict, decide
+from acp_hermes.permissions.shell.analysis import Where, analyse
+from acp_hermes_tools.contracts import JobInput, PermissionDenied, Surroundings, TextDisplay, job_input_display, visible
 from acp_hermes_tools.terminal import BackgroundJob
 from tests.unit.permissions.test_gate import Setup, asker, kinds
 
@@ -26,8 +26,13 @@ NO_GRANTS = Grants()
 
 
 def verdict(text: str, mode: Mode, *, grants: Grants = NO_GRANTS, key: str = KEY, sandbox: bool = True) -> Verdict:
-    command = f"sh <<'EOF'\n{text}EOF"
-    return decide(JobInputRequest(command, key.rpartition("/")[2], key, sandbox, WHERE.roots[0]), mode, grants, WHERE)
+    session, _, job_id = key.rpartition("/")
+    running = BackgroundJob(4242, "sh", WHERE.roots[0], Path("/tmp/log"), 0.0, None,  # type: ignore[arg-type]
+                            job_id=job_id, session_id=session)
+    request = JobInput(running, text)  # decided as ``sh <<'EOF'`` fed the text
+    analysis = analyse(request.line, Where(WHERE.home, WHERE.roots, request.cwd, WHERE.hermes_home))
+    where = Surroundings(WHERE.home, WHERE.hermes_home, WHERE.roots, sandbox=sandbox)
+    return decide(request.analysed(analysis), mode, grants, where)
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "no-sandbox"])
@@ -83,7 +88,7 @@ def job(setup: Setup, job_id: str = "job-1", command: str = "sh") -> BackgroundJ
 async def test_the_question_shows_the_exact_input_and_that_the_job_runs_outside(setup: Setup) -> None:
     gate = setup.gate("accept-edits")
     ctx = setup.context(gate)
-    await gate.authorize_job_input(ctx, job(setup), "touch /some/outside/path\n")
+    await gate.authorize(ctx, JobInput(job(setup), "touch /some/outside/path\n"))
     (question,) = asker(gate).questions
     assert question.title == "Send input to job-1 — job-1 runs without an OS sandbox"
     assert question.kind == "execute"
@@ -98,15 +103,15 @@ async def test_always_covers_that_job_for_the_session_only_and_is_never_stored(s
     gate = setup.gate("default", "allow_always", "allow_once")
     ctx = setup.context(gate)
     first, second = job(setup), job(setup, "job-2")
-    await gate.authorize_job_input(ctx, first, "ls\n")
-    await gate.authorize_job_input(ctx, first, "touch x\n")  # not asked again
+    await gate.authorize(ctx, JobInput(first, "ls\n"))
+    await gate.authorize(ctx, JobInput(first, "touch x\n"))  # not asked again
     assert len(asker(gate).questions) == 1
-    await gate.authorize_job_input(ctx, second, "ls\n")  # another job asks
+    await gate.authorize(ctx, JobInput(second, "ls\n"))  # another job asks
     assert len(asker(gate).questions) == 2
     assert "all input to job-1 of session session- this session: allowed" in await gate.describe()
     assert not setup.permissions_file.exists()  # nothing for the project
     later = setup.gate("default", "allow_once")  # another session of the same project
-    await later.authorize_job_input(setup.context(later), first, "ls\n")
+    await later.authorize(setup.context(later), JobInput(first, "ls\n"))
     assert len(asker(later).questions) == 1
 
 
@@ -115,9 +120,9 @@ async def test_reject_always_refuses_that_jobs_later_input_unasked(setup: Setup)
     gate = setup.gate("bypass", "reject_always")
     ctx = setup.context(gate)
     with pytest.raises(PermissionDenied):
-        await gate.authorize_job_input(ctx, job(setup), "ls\n")
+        await gate.authorize(ctx, JobInput(job(setup), "ls\n"))
     with pytest.raises(PermissionDenied, match="reject all input to job-1"):
-        await gate.authorize_job_input(ctx, job(setup), "pwd\n")
+        await gate.authorize(ctx, JobInput(job(setup), "pwd\n"))
     assert len(asker(gate).questions) == 1
 
 
@@ -125,7 +130,7 @@ async def test_reject_always_refuses_that_jobs_later_input_unasked(setup: Setup)
 async def test_plan_mode_refuses_unasked(setup: Setup) -> None:
     gate: PermissionGate = setup.gate("plan")
     with pytest.raises(PermissionDenied, match="plan mode"):
-        await gate.authorize_job_input(setup.context(gate), job(setup), "ls\n")
+        await gate.authorize(setup.context(gate), JobInput(job(setup), "ls\n"))
     assert asker(gate).questions == []
 
 

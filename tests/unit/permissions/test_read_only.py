@@ -9,8 +9,9 @@ import pytest
 
 from acp_hermes.permissions.gate import PermissionGate, PermissionQuestion
 from acp_hermes.permissions.modes import Mode
-from acp_hermes.permissions.read_only import reads_only
+from acp_hermes.permissions.shell.analysis import Where, analyse
 from acp_hermes_memory.grants import GrantStore
+from acp_hermes_tools.contracts import Command
 from tests.support.tools import make_context
 
 HOME = Path("/home/dev")
@@ -242,7 +243,7 @@ CHANGES = [
 
 
 def judge(command: str) -> bool:
-    return reads_only(command, home=HOME, roots=[PROJECT], cwd=PROJECT)
+    return analyse(command, Where(HOME, (PROJECT,), PROJECT)).read_only
 
 
 @pytest.mark.parametrize("command", READ_ONLY)
@@ -276,5 +277,5 @@ async def test_the_gate_marks_permits_of_commands_that_only_read(tmp_path: Path)
     gate = PermissionGate(asker=Allow(), mode=Mode.DEFAULT, home=tmp_path / "home", hermes_home=tmp_path / "hermes",
                           project=workspace, store=GrantStore(tmp_path / "permissions.yaml"))
     ctx = make_context(workspace, gate=gate)
-    assert (await gate.authorize_command(ctx, "git status && rg foo | head", workspace)).read_only
-    assert not (await gate.authorize_command(ctx, "rg foo | tee out", workspace)).read_only
+    assert not (await gate.authorize(ctx, Command("git status && rg foo | head", workspace))).writes_files
+    assert (await gate.authorize(ctx, Command("rg foo | tee out", workspace))).writes_files

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from acp_hermes.permissions.modes import Mode
-from acp_hermes.permissions.policy import Grants, ReadRequest, Surroundings, Verdict, decide
-from acp_hermes_tools.context import ReadPurpose
+from acp_hermes.permissions.policy import Grants, Verdict, decide
+from acp_hermes_tools.contracts import Read, ReadPurpose, Surroundings
 
 HOME = Path("/home/dev")
 WHERE = Surroundings(home=HOME, hermes_home=HOME / ".hermes", roots=(HOME / "project", Path("/srv/extra")))
 
 
 def verdict(path: str, mode: Mode, purpose: ReadPurpose = "file", grants: Grants | None = None) -> Verdict:
-    return decide(ReadRequest((Path(path),), purpose), mode, grants or Grants(), WHERE)
+    return decide(Read((Path(path),), purpose), mode, grants or Grants(), WHERE)
 
 
 @pytest.mark.parametrize("mode", list(Mode))

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from acp_hermes.permissions.modes import Mode
-from acp_hermes.permissions.policy import CommandRequest, Grants, Surroundings, Verdict, decide
+from acp_hermes.permissions.policy import Grants, Verdict, decide
+from acp_hermes.permissions.shell.analysis import Where, analyse
+from acp_hermes_tools.contracts import Command, Surroundings
 
 WHERE = Surroundings(home=Path("/home/dev"), hermes_home=Path("/home/dev/.hermes"),
                      roots=(Path("/home/dev/project"),))
@@ -24,7 +26,10 @@ NO_GRANTS = Grants()
 
 def verdict(command: str, mode: Mode, *, grants: Grants = NO_GRANTS, network: bool = False,
             leave: bool = False, sandbox: bool = True, cwd: Path | None = None) -> Verdict:
-    return decide(CommandRequest(command, sandbox, network, leave, cwd), mode, grants, WHERE)
+    where = Surroundings(WHERE.home, WHERE.hermes_home, WHERE.roots, sandbox=sandbox, network_allowed=network)
+    runs_in = cwd or WHERE.roots[0]  # where a line runs when no directory is given: the first root
+    analysis = analyse(command, Where(WHERE.home, WHERE.roots, runs_in, WHERE.hermes_home))
+    return decide(Command(command, runs_in, leave, analysis), mode, grants, where)
 
 
 def summary(found: Verdict) -> tuple[str, bool, bool]:

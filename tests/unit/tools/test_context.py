@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from acp_hermes_tools.context import CommandPermit, StateKey, ToolContext, ToolState
+from acp_hermes_tools.context import Permit, StateKey, ToolContext, ToolState
 from acp_hermes_tools.contracts import (
+    Command,
     CommandOutcome,
     CommandRequest,
     FileChange,
     PermissionDenied,
+    Request,
     TextDisplay,
     ToolCallUpdated,
 )
@@ -70,12 +72,11 @@ class FakeSandbox:
 
 @dataclass
 class PermitGate(RecordingGate):
-    permit: CommandPermit = field(default_factory=CommandPermit)
+    permit: Permit = field(default_factory=Permit)
 
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path, *,
-                                outside_sandbox: bool = False) -> CommandPermit:
-        await super().authorize_command(ctx, command, cwd, outside_sandbox=outside_sandbox)
-        return self.permit
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        permit = await super().authorize(ctx, request)
+        return self.permit if isinstance(request, Command) else permit
 
 
 class Quiet:
@@ -192,7 +193,7 @@ async def test_an_unsandboxed_permit_runs_unconfined_whatever_the_tool_asked(tmp
 @pytest.mark.anyio
 async def test_a_sandboxed_permit_runs_in_the_sessions_sandbox(tmp_path: Path, network: bool) -> None:
     sandbox = FakeSandbox()
-    ctx, editor = context(tmp_path, PermitGate(permit=CommandPermit(sandboxed=True, network=network)), sandbox)
+    ctx, editor = context(tmp_path, PermitGate(permit=Permit(sandboxed=True, network=network)), sandbox)
     await ctx.authorize_command("pytest", ctx.cwd)
     outcome = await ctx.run_command(CommandRequest("pytest", ctx.cwd, 5), Quiet())
     ctx.start_detached("pytest", ctx.cwd, tmp_path / "log")
@@ -278,7 +279,7 @@ class FakeJob:
 
 @pytest.mark.anyio
 async def test_a_job_remembers_whether_its_command_was_permitted_into_the_sandbox(tmp_path: Path) -> None:
-    ctx, _ = context(tmp_path, PermitGate(permit=CommandPermit(sandboxed=True)), FakeSandbox())
+    ctx, _ = context(tmp_path, PermitGate(permit=Permit(sandboxed=True)), FakeSandbox())
     await ctx.authorize_command("make watch", ctx.cwd)
     assert ctx.runs_sandboxed("make watch")
     outside, _ = context(tmp_path)

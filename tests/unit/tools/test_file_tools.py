@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, Edit, FileChange, Location, Request, TextDisplay
 from acp_hermes_tools.files import FILE_TOOLS, MAX_LINE_CHARS
 from acp_hermes_tools.registry import MAX_RESULT_CHARS, Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import RecordingGate, make_context, make_scope
@@ -26,9 +25,11 @@ class SnapshotGate(RecordingGate):
 
     on_disk: list[dict[Path, str | None]] = field(default_factory=list)
 
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        self.on_disk.append({c.path: c.path.read_text() if c.path.exists() else None for c in changes})
-        await super().authorize_edits(ctx, changes)
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        if isinstance(request, Edit):
+            changes = request.changes
+            self.on_disk.append({c.path: c.path.read_text() if c.path.exists() else None for c in changes})
+        return await super().authorize(ctx, request)
 
 
 async def call(ctx: ToolContext, name: str, **args: Any) -> ToolResult:

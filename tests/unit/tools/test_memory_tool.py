@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from acp_hermes_memory.store import ENTRY_DELIMITER, MemoryStore
-from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, MemoryWritten, PermissionDenied, ToolServices
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import (
+    DiffDisplay,
+    FileChange,
+    Location,
+    MemoryWritten,
+    PermissionDenied,
+    Request,
+    State,
+    ToolServices,
+)
 from acp_hermes_tools.memory import MEMORY_TOOL
 from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from tests.support.tools import make_context, make_scope
@@ -24,16 +32,13 @@ class RecordingGate:
         self.allow = allow
         self.state_requests: list[tuple[str, tuple[FileChange, ...]]] = []
 
-    async def authorize_edits(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        raise PermissionDenied("the memory tool must not ask for file edits")
-
-    async def authorize_command(self, ctx: ToolContext, command: str, cwd: Path) -> None:
-        raise PermissionDenied("the memory tool must not run commands")
-
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        self.state_requests.append((ctx.title, tuple(changes)))
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        if not isinstance(request, State):
+            raise PermissionDenied(f"the memory tool must ask for store changes only, not {type(request).__name__}")
+        self.state_requests.append((ctx.title, request.changes))
         if not self.allow:
             raise PermissionDenied("The user rejected this memory change.")
+        return Permit()
 
 
 @pytest.fixture

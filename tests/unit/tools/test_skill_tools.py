@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from acp_hermes_memory.skills import SkillStore
-from acp_hermes_tools.context import ToolContext
-from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, TextDisplay, ToolServices
+from acp_hermes_tools.context import Permit, ToolContext
+from acp_hermes_tools.contracts import DiffDisplay, FileChange, Location, Request, State, TextDisplay, ToolServices
 from acp_hermes_tools.registry import Access, ToolCall, ToolRegistry, ToolResult
 from acp_hermes_tools.skills import SKILL_TOOLS
 from tests.support.skills import put
@@ -236,9 +235,11 @@ class _RacingGate(RecordingGate):
         super().__init__()
         self.path = path
 
-    async def authorize_state(self, ctx: ToolContext, changes: Sequence[FileChange]) -> None:
-        await super().authorize_state(ctx, changes)
-        self.path.write_text(DEPLOY.replace("staging", "production"), encoding="utf-8")
+    async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
+        permit = await super().authorize(ctx, request)
+        if isinstance(request, State):
+            self.path.write_text(DEPLOY.replace("staging", "production"), encoding="utf-8")
+        return permit
 
 
 @pytest.mark.anyio
@@ -251,3 +252,45 @@ async def test_a_change_made_meanwhile_on_disk_is_not_overwritten(
                         old_string="make deploy", new_string="make ship")
     assert not result.ok and "changed on disk since this change was prepared" in result.text
     assert "production" in path.read_text() and "make deploy" in path.read_text()
+
+
+def history_store(tmp_path: Path, root: Path) -> SkillStore:
+    return SkillStore(root, platform="linux", history=tmp_path / "history.jsonl")
+
+
+@pytest.mark.anyio
+async def test_a_view_is_counted_and_a_change_is_recorded_with_its_session(tmp_path: Path, root: Path) -> None:
+    store = history_store(tmp_path, root)
+    created = await call(store, tmp_path, "skill_manage", action="create", name="deploy", content=DEPLOY)
+    viewed = await call(store, tmp_path, "skill_view", name="deploy")
+    assert created.ok and viewed.ok and store.usage.flush()
+    record = store.status(store.find("deploy")).usage
+    assert (record.view_count, record.created_by) == (1, "agent")
+    assert store.history is not None
+    assert [(e.action, e.by, e.session) for e in store.history.entries("deploy")] == [
+        ("create", "agent", "session-test")]
+
+
+@pytest.mark.anyio
+async def test_the_listing_marks_stale_and_pinned_skills(store: SkillStore, root: Path, tmp_path: Path) -> None:
+    store.create("old", skill_md("old", "An old procedure."))
+    store.create("kept", skill_md("kept", "A kept procedure."))
+    store.usage.file.change(lambda records: records["old"].update(state="stale") is None)
+    store.set_pinned("kept", True)
+    listed = await call(store, tmp_path, "skills_list")
+    assert "- old: An old procedure. (stale)" in listed.text and "- kept: A kept procedure. (pinned)" in listed.text
+
+
+@pytest.mark.anyio
+async def test_viewing_an_archived_skill_offers_to_restore_it(tmp_path: Path, root: Path) -> None:
+    store = history_store(tmp_path, root)
+    store.create("deploy", DEPLOY, "ops")
+    store.archive("deploy")
+    refused = await call(store, tmp_path, "skill_view", RecordingGate(allow=False), name="deploy")
+    assert not refused.ok and "was archived" in refused.text and "`/skills restore deploy`" in refused.text
+    assert not (root / "ops" / "deploy").exists()
+    gate = RecordingGate()
+    restored = await call(store, tmp_path, "skill_view", gate, name="deploy")
+    assert gate.states == [[FileChange(root / "ops" / "deploy" / "SKILL.md", None, DEPLOY)]]  # asked as a write
+    assert restored.ok and "Run make deploy." in restored.text
+    assert store.history is not None and store.history.entries("deploy")[-1].session == "session-test"
