@@ -26,6 +26,7 @@ from acp_hermes.adapter.client import (
     ClientView,
     PermissionRequests,
     SessionUpdates,
+    shows_subagents,
 )
 from acp_hermes.adapter.errors import AuthRequired, translated
 from acp_hermes.adapter.handshake import (
@@ -116,8 +117,7 @@ class HermesAgent:
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""
-        capabilities = params.get("clientCapabilities")
-        self._shows_subagents = isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict)
+        self._shows_subagents = shows_subagents(params.get("clientCapabilities"))
 
     @property
     def manager(self) -> SessionManager:
