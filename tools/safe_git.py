@@ -18,9 +18,9 @@ them is built here, by ``git_command``:
   includes off for a command (``git config --no-includes`` is for ``git config`` alone, and ``-c
   include.path=…`` adds a file rather than removing one): overriding the keys is what makes an
   included file as inert as the repository's;
-- no transport at all (``GIT_ALLOW_PROTOCOL`` set to an empty list, and ``GIT_NO_LAZY_FETCH`` for
-  the gits that know it): a lazy fetch stops before any ssh command, upload-pack, ``ext::`` command,
-  credential helper or askpass could run;
+- no fetching: ``GIT_NO_LAZY_FETCH`` (git 2.39.4 and later) makes a missing object an error, and
+  ``GIT_ALLOW_PROTOCOL`` set to a list naming no protocol refuses every transport (what holds on an
+  older git), so no ssh command, upload-pack, ``ext::`` command, credential helper or askpass runs;
 - diff commands get ``--no-ext-diff --no-textconv``: the drivers ``.gitattributes`` chooses have
   names of the repository's choosing, so no ``-c`` can name them all. Filters are the same kind of
   driver; no command we run in a workspace repository converts content (``ls-files``, ``rev-parse``),
@@ -62,7 +62,7 @@ ENVIRONMENT = {
     "GIT_TERMINAL_PROMPT": "0",
     "GIT_PAGER": "cat",
     "GIT_ALLOW_PROTOCOL": "",  # an allowlist naming no protocol: every transport is refused
-    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_NO_LAZY_FETCH": "1",  # a missing object of a partial clone is an error, never a fetch
 }
 DROPPED = frozenset({"SSH_ASKPASS"})
 DIFF_COMMANDS = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "log", "show", "whatchanged"})
@@ -81,7 +81,7 @@ def git_command(git: str, subcommand: str, *args: str, directory: str | None = N
     """``git subcommand args`` (in ``directory`` when given) with every program-running setting off.
 
     ``config`` adds the caller's own ``-c`` settings and ``environment`` its own variables (the
-    checkpoint store's ``GIT_DIR``, say); neither can turn back on what this switches off."""
+    checkpoint store's ``GIT_DIR``, say); neither can change a setting or variable fixed here."""
     options = ["-C", directory] if directory is not None else []
     settings = [word for setting in (*config, *OVERRIDES) for word in ("-c", setting)]
     drivers = NO_DRIVERS if subcommand in DIFF_COMMANDS else ()
