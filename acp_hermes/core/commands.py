@@ -392,17 +392,21 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
     ``client_message_id``: the client's id for the prompt, stored with it."""
     if session.subagent is not None:
         raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; it takes no prompts")
-    reply = await run_command(session, parts)
-    if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
-        parts, reply = list(reply.turn), None
-    if reply is None:
-        loaded = await skill_prompt(session, parts)
-        if loaded is None:
-            from acp_hermes.core.skill_upkeep import offer_archived
+    place = session.arrive()  # before anything awaits: its turn comes in arrival order, a later cancel ends it
+    try:
+        reply = await run_command(session, parts)
+        if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
+            parts, reply = list(reply.turn), None
+        if reply is None:
+            loaded = await skill_prompt(session, parts)
+            if loaded is None:
+                from acp_hermes.core.skill_upkeep import offer_archived
 
-            await offer_archived(session, parts)
-        parts = loaded or parts
-        return Handled(await session.prompt(parts, client_message_id))
+                await offer_archived(session, parts)
+            parts = loaded or parts
+            return Handled(await session.prompt(parts, client_message_id, place=place))
+    finally:
+        session.leave(place)  # a command is no turn (a turn's place went when it took the lock)
     message_id = str(uuid.uuid4())
     if reply.stored:
         session.state.transcript.client_message_id = client_message_id

@@ -21,6 +21,7 @@ import anyio
 
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices, apply_choice
 from acp_hermes.core.events import SessionEnded
+from acp_hermes.core.prompt_line import Place, PromptLine
 
 if TYPE_CHECKING:
     from acp_hermes.core.compactor import Compaction
@@ -45,6 +46,7 @@ class Session:
         self._turn_lock: anyio.Lock | None = None  # made by the first prompt: session/new need not load anyio's backend
         self._turn: Turn | None = None  # the model turn running now
         self._cancel_epoch = 0
+        self._line = PromptLine()  # prompts take the turn lock in the order they arrived
 
     @property
     def id(self) -> str:
@@ -96,21 +98,37 @@ class Session:
 
     # -- turns
 
-    async def prompt(self, parts: Sequence[PromptPart], client_message_id: str | None = None) -> StopReason:
+    def arrive(self) -> Place:
+        """A prompt's place in line, taken as it arrives (before it awaits anything): its turn comes in
+        arrival order, and a cancel sent after it ends it. ``prompt`` takes it; ``leave`` gives it up."""
+        return self._line.arrive(self._cancel_epoch)
+
+    def leave(self, place: Place) -> None:
+        self._line.leave(place)
+
+    async def prompt(self, parts: Sequence[PromptPart], client_message_id: str | None = None, *,
+                     place: Place | None = None) -> StopReason:
         """Run one prompt to its end; queued behind a running turn if there is one. ``client_message_id``:
-        the client's id for it, stored with it (rewind points name it)."""
+        the client's id for it, stored with it (rewind points name it); ``place``: its place in line,
+        taken when it arrived (now, if not given)."""
         from acp_hermes.core.turn import Turn
 
-        epoch = self._cancel_epoch
-        async with self.exclusive():
-            if epoch != self._cancel_epoch or self.closed:
-                return "cancelled"
-            self._turn = Turn(self.state, self.services, self.steering, parts, client_message_id,
-                              cancelled=lambda: epoch != self._cancel_epoch or self.closed)
-            try:
-                return await self._turn.run()
-            finally:
-                self._turn = None
+        place = place or self.arrive()
+        try:
+            await self._line.wait_turn(place)
+            async with self.exclusive():
+                self._line.leave(place)
+                epoch = place.epoch
+                if epoch != self._cancel_epoch or self.closed:
+                    return "cancelled"
+                self._turn = Turn(self.state, self.services, self.steering, parts, client_message_id,
+                                  cancelled=lambda: epoch != self._cancel_epoch or self.closed)
+                try:
+                    return await self._turn.run()
+                finally:
+                    self._turn = None
+        finally:
+            self._line.leave(place)  # cancelled while it waited in line
 
     async def steer(self, parts: Sequence[PromptPart], client_message_id: str | None = None) -> bool:
         """Send ``parts`` into the running turn: the model reads them at its next request. False when no
