@@ -108,7 +108,13 @@ class FakeSession:
         self.prompts: list[list[PromptPart]] = []
         self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()))  # no skills: no /<skill>
 
-    async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None) -> str:
+    def arrive(self) -> object:
+        return object()
+
+    def leave(self, place: object) -> None: ...
+
+    async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None, *,
+                     place: object = None) -> str:
         self.prompts.append(list(parts))
         return "end_turn"
 
