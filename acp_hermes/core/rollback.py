@@ -132,9 +132,10 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
     root = state.cwd
     command = f"/rollback {number}" + (f" {path}" if path is not None else "")
     preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
-    display = (*preview, *skill_rollback.preview(skills_chosen),
-               *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
-                       skills_left=tuple(s.label for s in skills if s not in skills_chosen)))
+    left = tuple(s.label for s in skills if s not in skills_chosen)
+    shown = (*preview, *skill_rollback.preview(skills_chosen))
+    display = (*shown, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
+                               skills_left=left))
     locations = (*(Location(str(root / f.path)) for f in chosen), *(Location(str(s.path)) for s in skills_chosen))
     async with SideCall(services.sink, services.tool_context, f"rollback-{uuid.uuid4()}", "rollback", title, "edit",
                         {"checkpoint": number, "path": path}, locations) as card:
@@ -145,7 +146,8 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
                                              requested=requested)
         except PermissionDenied as refused:
             await checkpoints.abandon()
-            await card.finish(False, (*display, TextDisplay(refused.shown)))
+            kept = _notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=None, skills_left=left)
+            await card.finish(False, (*shown, *kept, TextDisplay(refused.shown)))
             return RollbackResult(False, refused.shown, refused=True)
         from acp_hermes_memory.skills import SkillError
         from acp_hermes_tools.checkpoints import CheckpointError
@@ -189,9 +191,10 @@ def _what(files: int, skills: int) -> str:
 
 
 def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewind: bool, can_rewind: bool,
-           undo: int, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
+           undo: int | None, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
     """The question's text beyond the diffs: what stays as it is and the flag that would include it,
-    what the answer includes that the agent did not write last, and how to undo the restore."""
+    what the answer includes that the agent did not write last, and how to undo the restore (``undo``
+    None: a declined restore, whose checkpoint is dropped, so there is nothing to undo)."""
     lines = []
     left = [f.path for f in files if f not in chosen] + list(skills_left)
     if left:
@@ -207,8 +210,9 @@ def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewin
     elif can_rewind:
         lines.append(f"The conversation stays as it is: `{command} --conversation` also rewinds it to just before "
                      "that checkpoint's turn.")
-    lines.append(f"The files as they are now are kept as checkpoint {undo}: `/rollback {undo}` undoes this.")
-    return (TextDisplay("\n".join(lines)),)
+    if undo is not None:
+        lines.append(f"The files as they are now are kept as checkpoint {undo}: `/rollback {undo}` undoes this.")
+    return (TextDisplay("\n".join(lines)),) if lines else ()
 
 
 def _pronoun(paths: tuple[str, ...] | list[str]) -> str:
