@@ -35,6 +35,7 @@ from startup import AgentProcess, add_server_option, cpu_ns, editor_env, initial
 
 from acp_hermes.core.transcript import ToolOutcome
 from acp_hermes.core.user_prompt import LinkPart, PromptPart, TextPart, to_record
+from acp_hermes.model.provider import block_to_wire
 from acp_hermes_memory.session_db import SessionDB
 from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry, TextDisplay
 
@@ -162,7 +163,7 @@ class Conversation:
     def tool_results(self, outcomes: list[ToolOutcome]) -> None:
         for outcome in outcomes:
             self._append("tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
-                         payload=outcome.result_block(), display=outcome.display_record())
+                         payload=block_to_wire(outcome.result_block()), display=outcome.display_record())
 
     def turn(self) -> None:
         self.user()

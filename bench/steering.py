@@ -82,9 +82,11 @@ from stats import percentile  # noqa: E402  (bench/ is on sys.path: the script r
 
 from acp_hermes.adapter.client import ClientLink, SessionUpdates  # noqa: E402
 from acp_hermes.core.loop import AgentLoop, TurnControls  # noqa: E402
-from acp_hermes.core.steering import STEER_NOTE, Steer, Steering  # noqa: E402
+from acp_hermes.core.steering import Steer, Steering  # noqa: E402
 from acp_hermes.core.transcript import Transcript  # noqa: E402
+from acp_hermes.core.turn_input import STEER_NOTE, steer_blocks  # noqa: E402
 from acp_hermes.core.user_prompt import TextPart  # noqa: E402
+from acp_hermes.model.messages import Message, Text, ToolResult, ToolUse  # noqa: E402
 from acp_hermes.testing.scripted_model import ModelRequest, Reply  # noqa: E402
 from acp_hermes_memory.session_db import SessionDB  # noqa: E402
 from acp_hermes_tools.registry import ToolRegistry  # noqa: E402
@@ -320,19 +322,16 @@ async def in_process(samples: int, directory: str | None) -> tuple[list[float], 
                              transcript=transcript, system_prompt="You are a benchmark.",
                              make_context=lambda call_id, title, sink: None,  # type: ignore[arg-type,return-value]
                              scope=scope, controls=TurnControls(steering=steering))
-            await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+            await transcript.add_user([Text("go")], "go", [TextPart("go")])
             delivery: list[float] = []
             alone: list[float] = []
             warm_up = samples // 10  # the first fifth of all (a tenth of each kind) is not counted
             for number in range(2 * (samples + warm_up)):  # delivery and add_steer alone, alternating
                 words = f"Steer {number}: name it b{number}.txt instead"
-                steer = Steer(({"type": "text", "text": STEER_NOTE}, {"type": "text", "text": words}), words,
-                              (TextPart(words),))
-                results = {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": "Wrote 3 bytes."}]}
+                steer = Steer((Text(words),), words, (TextPart(words),))
                 transcript.messages[1:] = [
-                    {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{number}",
-                                                       "name": "write_file", "input": {}}]}, results]
+                    Message("assistant", (ToolUse(f"toolu_{number}", "write_file", {}),)),
+                    Message("user", (ToolResult(f"toolu_{number}", "Wrote 3 bytes."),))]
                 if number % 2:
                     steering.offer(steer)
                     started = time.perf_counter_ns()
@@ -341,10 +340,10 @@ async def in_process(samples: int, directory: str | None) -> tuple[list[float], 
                     target = delivery
                 else:
                     started = time.perf_counter_ns()
-                    await transcript.add_steer(steer)
+                    await transcript.add_steer(steer, steer_blocks(steer))
                     spent = time.perf_counter_ns() - started
                     target = alone
-                if results["content"][-1]["text"] != words:
+                if transcript.messages[-1].text() != STEER_NOTE + words or len(transcript.messages) != 3:
                     raise RuntimeError("the steer did not join the tool_result message")
                 if number >= 2 * warm_up:
                     target.append(ms(spent))

@@ -27,7 +27,7 @@ import anyio.abc
 from acp_hermes_memory.text import looks_binary
 from acp_hermes_tools.contracts import Location
 from acp_hermes_tools.paths import is_within
-from acp_hermes_tools.safe_git import helper_argv, helper_environment
+from acp_hermes_tools.safe_git import git_command
 from acp_hermes_tools.sensitive_paths import sensitive_path_reason
 
 Engine = Literal["auto", "ripgrep", "python"]
@@ -211,8 +211,8 @@ async def _in_git_work_tree(directory: Path) -> bool:
     git = shutil.which("git")
     if git is None:
         return False
-    command = helper_argv(git, "-C", str(directory), "rev-parse", "--is-inside-work-tree")
-    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL, env=helper_environment())
+    command = git_command(git, "rev-parse", "--is-inside-work-tree", directory=str(directory))
+    result = await anyio.run_process(command.argv, check=False, stdin=subprocess.DEVNULL, env=command.env)
     return result.returncode == 0 and result.stdout.strip() == b"true"
 
 
@@ -322,8 +322,8 @@ async def _git_listing(root: Path) -> list[str] | None:
     git = shutil.which("git")
     if git is None:
         return None
-    command = helper_argv(git, "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    result = await anyio.run_process(command, check=False, stdin=subprocess.DEVNULL, env=helper_environment())
+    command = git_command(git, "ls-files", "--cached", "--others", "--exclude-standard", "-z", directory=str(root))
+    result = await anyio.run_process(command.argv, check=False, stdin=subprocess.DEVNULL, env=command.env)
     if result.returncode != 0:
         return None
     return [os.fsdecode(raw) for raw in result.stdout.split(b"\0") if raw]

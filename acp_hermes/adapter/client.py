@@ -129,8 +129,8 @@ _SHOWN_FIELDS = ("kind", "locations")  # the title asked with adds the reason to
 class SessionUpdates:
     """The event sink of one session: every event becomes a ``session/update``.
 
-    Its children's events (``core.delegation``) go out only to a client that advertised
-    ``subagents``: each child announced with ``subagent_update`` on this session before anything
+    Its children's events (``core.delegation``) go out only to a client that shows them
+    (``shows_subagents``): each child announced with ``subagent_update`` on this session before anything
     names it, its own events as updates of the child's session, its end as one idle state. Any
     other client follows the children on the delegate call's card.
     """
@@ -306,7 +306,32 @@ class ClientAbilities:
     terminals: bool = False
     forms: bool = False  # form elicitation: questions to the user while a turn waits
     workspace_trust: bool = False  # shows its own workspace trust dialog (``adapter.trust``)
-    subagents: bool = False  # shows child sessions (unstable ``subagents``): subagent_update and their own updates
+    subagents: bool = False  # shows child sessions (``shows_subagents``): subagent_update and their own updates
+
+
+# JetBrains AIR says in ``clientCapabilities._meta.jetbrains.air`` ({version, capabilities: [...]}) what
+# it renders; this one is child sessions, the shape claude-agent-acp and codex-acp read it in.
+AIR_NATIVE_SUBAGENTS = "nativeSubagentSessions"
+
+
+def shows_subagents(capabilities: Any) -> bool:
+    """Whether ``initialize``'s raw ``clientCapabilities`` ask for children as sessions of their own:
+    the unstable ``subagents`` capability (an object; ``null`` is no), or AIR (version 1 or later)
+    listing ``nativeSubagentSessions``. Read raw: the SDK's model drops ``subagents``."""
+    if not isinstance(capabilities, dict):
+        return False
+    if isinstance(capabilities.get("subagents"), dict):
+        return True
+    air = _field(_field(_field(capabilities, "_meta"), "jetbrains"), "air")
+    version, advertised = air.get("version"), air.get("capabilities")
+    if not isinstance(version, int | float) or isinstance(version, bool) or not float(version).is_integer():
+        return False  # a whole number, as the adapters that read it take it
+    return version >= 1 and isinstance(advertised, list) and AIR_NATIVE_SUBAGENTS in advertised
+
+
+def _field(value: dict[str, Any], key: str) -> dict[str, Any]:
+    found = value.get(key)
+    return found if isinstance(found, dict) else {}
 
 
 class ClientEditor(LocalEditor):

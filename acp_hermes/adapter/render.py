@@ -147,13 +147,17 @@ def subagent_started(event: ChildStarted) -> dict[str, Any]:
 
 
 def subagent_ended(event: ChildEnded) -> dict[str, Any]:
-    """A child's one terminal state: idle, with why it stopped and the tokens it used."""
+    """A child's one terminal state: idle, with why it stopped and the tokens it used.
+
+    Shaped for schema 1.24.x, the release that published ``subagent_update``: its idle
+    ``stopReason`` is one of the prompt's five, so a failed child reports none (a later schema's
+    ``error`` reason would fail a 1.24 client's check) and carries the failure in ``_meta``."""
     usage = event.usage
     state: dict[str, Any] = {"state": "idle", "stopReason": event.stop_reason, "usage": {
         "totalTokens": usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
         "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
         "cachedReadTokens": usage.cache_read_tokens, "cachedWriteTokens": usage.cache_write_tokens}}
     if event.failure is not None:
-        state["stopReason"] = "error"
-        state["error"] = {"code": -32603, "message": event.failure}
+        del state["stopReason"]
+        state["_meta"] = {"acp-hermes": {"error": {"code": -32603, "message": event.failure}}}
     return {"sessionUpdate": "subagent_update", "sessionId": event.child_id, "state": state}

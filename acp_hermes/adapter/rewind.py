@@ -39,7 +39,7 @@ async def points(session: Session, params: dict[str, Any]) -> dict[str, Any]:
     from acp_hermes.core.rewind import rewind_points
 
     checked(PointsParams, params)
-    return {"points": [_point(point) for point in await rewind_points(session)]}
+    return {"points": [_point(point) for point in await rewind_points(session.state, session.services)]}
 
 
 async def rewind_to(session: Session, params: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +53,7 @@ async def rewind_to(session: Session, params: dict[str, Any]) -> dict[str, Any]:
             return {"rewound": False, "reason": "busy", "sessionId": session.id}
         session.cancel()
     async with session.exclusive():
-        outcome = await rewind(session, target.message_id, fingerprint_text=target.fingerprint,
+        outcome = await rewind(session.state, session.services, target.message_id, fingerprint_text=target.fingerprint,
                                occurrence=target.occurrence or 1, mode=request.mode or "conversation",
                                dry_run=bool(request.dry_run), include_edited=bool(request.include_edited))
     result: dict[str, Any] = {"rewound": outcome.rewound, "sessionId": session.id}

@@ -26,6 +26,7 @@ from acp_hermes.adapter.client import (
     ClientView,
     PermissionRequests,
     SessionUpdates,
+    shows_subagents,
 )
 from acp_hermes.adapter.errors import AuthRequired, translated
 from acp_hermes.adapter.handshake import (
@@ -116,8 +117,7 @@ class HermesAgent:
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""
-        capabilities = params.get("clientCapabilities")
-        self._shows_subagents = isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict)
+        self._shows_subagents = shows_subagents(params.get("clientCapabilities"))
 
     @property
     def manager(self) -> SessionManager:
@@ -206,9 +206,9 @@ class HermesAgent:
     async def _session_state(self, session: Session) -> dict[str, Any]:
         """What load, resume and fork answer of a session: its modes and options, and for a client with
         its own trust dialog the workspace's standing."""
-        state = choices_state(session.choices, session.settings)
+        state = choices_state(session.choices, session.services.settings)
         if self._abilities.workspace_trust:
-            state["_meta"] = await trust.session_meta(self.runtime, session.trust, session.cwd)
+            state["_meta"] = await trust.session_meta(self.runtime, session.services.trust, session.state.cwd)
         return state
 
     def _opened(self, session: Session) -> None:
@@ -233,7 +233,7 @@ class HermesAgent:
         while True:
             await anyio.sleep(SKILLS_POLL_SECONDS)
             for session in self.manager.live():
-                store = session.tools.services.skills
+                store = session.services.tools.services.skills
                 if store is not None and not await anyio.to_thread.run_sync(store.unchanged):
                     await self._announce_menu(session)
 
@@ -332,8 +332,8 @@ class HermesAgent:
     async def _announce_choice(self, session: Session, option_id: str) -> None:
         """Tell the client about a change it did not make itself (the other view of the mode, or a
         slash command's change)."""
-        await self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                            "configOptions": config_options(session.choices, session.settings)})
+        options = config_options(session.choices, session.services.settings)
+        await self.link.update(session.id, {"sessionUpdate": "config_option_update", "configOptions": options})
         if option_id == MODE_OPTION:
             await self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                 "currentModeId": session.choices.mode.value})
@@ -345,14 +345,14 @@ class HermesAgent:
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                      "currentModeId": session.choices.mode.value}))
-        return {"configOptions": config_options(session.choices, session.settings)}
+        return {"configOptions": config_options(session.choices, session.services.settings)}
 
     @translated
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
         session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(MODE_OPTION, mode_id)
-        self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                                 "configOptions": config_options(session.choices, session.settings)}))
+        options = config_options(session.choices, session.services.settings)
+        self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update", "configOptions": options}))
         return {}
 
     # -- turns

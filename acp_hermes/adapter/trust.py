@@ -88,7 +88,7 @@ async def session_meta(runtime: Runtime, trust: WorkspaceTrust | None, cwd: Path
 async def status(runtime: Runtime, manager: SessionManager, params: dict[str, Any]) -> dict[str, Any]:
     """``_trust/status``: the standing of a session's workspace, or of a folder."""
     session, cwd = await _target(manager, params)
-    return answer(await status_of(runtime, session.trust if session is not None else None, cwd))
+    return answer(await status_of(runtime, session.services.trust if session is not None else None, cwd))
 
 
 async def decision(runtime: Runtime, manager: SessionManager, params: dict[str, Any],
@@ -101,7 +101,7 @@ async def decision(runtime: Runtime, manager: SessionManager, params: dict[str, 
     if not isinstance(chosen, str) or chosen not in _DECISIONS:
         raise InvalidInput(f"decision must be one of {', '.join(_DECISIONS)}, got {chosen!r}")
     session, cwd = await _target(manager, params)
-    found = await status_of(runtime, session.trust if session is not None else None, cwd)
+    found = await status_of(runtime, session.services.trust if session is not None else None, cwd)
     offered = decisions(found)
     if chosen not in offered:
         raise InvalidInput(f"the decision {chosen!r} is not offered here; choose one of {', '.join(offered)}")
@@ -120,13 +120,13 @@ async def decision(runtime: Runtime, manager: SessionManager, params: dict[str, 
         for each in live:
             await core.decide(each, what, approve=approve)
             await announce(each)
-    after = session.trust if session is not None else None
+    after = session.services.trust if session is not None else None
     return answer(await status_of(runtime, after, cwd))
 
 
 def _sessions_of(manager: SessionManager, root: Path) -> list[Session]:
     return [session for session in manager.live()
-            if session.subagent is None and session.trust.repository.root == root]
+            if session.subagent is None and session.services.trust.repository.root == root]
 
 
 async def _target(manager: SessionManager, params: dict[str, Any]) -> tuple[Session | None, Path]:
@@ -139,9 +139,9 @@ async def _target(manager: SessionManager, params: dict[str, Any]) -> tuple[Sess
         if not isinstance(session_id, str):
             raise InvalidInput("sessionId must be a string")
         session = await manager.get_for_client(session_id, "its workspace is its parent's; ask about that")
-        if cwd is not None and (not isinstance(cwd, str) or Path(cwd).resolve() != session.cwd):
-            raise InvalidInput(f"cwd {cwd!r} is not the workspace of session {session_id} ({session.cwd})")
-        return session, session.cwd
+        if cwd is not None and (not isinstance(cwd, str) or Path(cwd).resolve() != session.state.cwd):
+            raise InvalidInput(f"cwd {cwd!r} is not the workspace of session {session_id} ({session.state.cwd})")
+        return session, session.state.cwd
     if not isinstance(cwd, str):
         raise InvalidInput("give the cwd of the workspace (an absolute path) or a sessionId")
     root, _ = workspace(cwd, None)

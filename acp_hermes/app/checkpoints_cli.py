@@ -82,12 +82,15 @@ def _session_of(snapshot: Snapshot) -> str:
 
 def git_found() -> tuple[str, str] | None:
     """(path, version) of the git checkpoints run (``2.43.0``), or None when there is none on PATH."""
+    from acp_hermes_tools.safe_git import git_command
+
     git = shutil.which("git")
     if git is None:
         return None
+    command = git_command(git, "version")
     try:
-        shown = subprocess.run([git, "--version"], capture_output=True, text=True, timeout=30,
-                               stdin=subprocess.DEVNULL)
+        shown = subprocess.run(command.argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                               env=command.env)
     except (OSError, subprocess.SubprocessError) as exc:
         return git, f"cannot be run: {exc}"
     return git, shown.stdout.strip().removeprefix("git version ") or f"exit status {shown.returncode}"

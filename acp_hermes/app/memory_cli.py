@@ -17,12 +17,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from acp_hermes.app.local_settings import settings_or_defaults
 from acp_hermes.config import Paths, Settings, paths_from_env
+from acp_hermes.core.memory_providers import LOAD_SECONDS
 from acp_hermes_memory.scan import Finding, scan
 from acp_hermes_memory.store import (
     FILE_NAMES,
@@ -153,15 +156,30 @@ def provider_states(paths: Paths, settings: Settings) -> list[ProviderState]:
     names = [*sorted(BUILT_IN), *(folder.name for folder in plugin_dirs(plugins) if folder.name not in BUILT_IN)]
     for name in [*names, *(name for name in chosen if name not in names)]:
         selected = name in chosen[:1]  # a second one is refused
-        try:
-            info = find(name, plugins)
-        except ProviderError as error:
-            source = "built-in" if name in BUILT_IN else str(plugins / name)
-            detail = str(error).removeprefix(f"{source}: ")
-            states.append(ProviderState(name, source if name in names else "not found", None, selected, detail))
-            continue
-        states.append(_state(info.name, info.source, info.make, selected))
+        source = "built-in" if name in BUILT_IN else str(plugins / name)
+
+        def load(name: str = name, source: str = source, selected: bool = selected) -> ProviderState:
+            try:
+                info = find(name, plugins)
+            except ProviderError as error:
+                detail = str(error).removeprefix(f"{source}: ")
+                return ProviderState(name, source if name in names else "not found", None, selected, detail)
+            return _state(info.name, info.source, info.make, selected)
+
+        hung = ProviderState(name, source, None, selected, f"did not load within {LOAD_SECONDS:g} s (its import or "
+                                                           "is_available() has not returned)")
+        states.append(_within(LOAD_SECONDS, load, hung))
     return states
+
+
+def _within(seconds: float, load: Callable[[], ProviderState], hung: ProviderState) -> ProviderState:
+    """``load()`` on a daemon thread, as a session loads a provider: a plugin that hangs at import or in
+    ``is_available`` is reported as such instead of holding the command for ever."""
+    result: list[ProviderState] = []
+    thread = threading.Thread(target=lambda: result.append(load()), name="memory-provider check", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return result[0] if result else hung
 
 
 def _state(name: str, source: str, make: Any, selected: bool) -> ProviderState:

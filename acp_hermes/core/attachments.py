@@ -26,6 +26,7 @@ from acp_hermes.core.user_prompt import (
     TextPart,
     UnsupportedPart,
 )
+from acp_hermes.model.messages import Block, Image, Text
 from acp_hermes_memory.text import looks_binary
 
 INLINE_FILE_LIMIT = 256 * 1024
@@ -39,7 +40,7 @@ _EXTENSION_IMAGE_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "
 class ConvertedPrompt:
     """Model content plus a plain-text rendering for titles, search and logs."""
 
-    content: list[dict[str, Any]]
+    content: list[Block]
     plain_text: str
 
 
@@ -72,15 +73,15 @@ def _attachment(uri: str, text: str, mime: str | None) -> str:
     return framed("attachment", text, uri=uri, **({"type": mime} if mime else {}))
 
 
-Converted = tuple[dict[str, Any], str]
+Converted = tuple[Block, str]
 
 
-def _note(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": f"[{text}]"}
+def _note(text: str) -> Block:
+    return Text(f"[{text}]")
 
 
-def _image(mime: str, data: str) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+def _image(mime: str, data: str) -> Block:
+    return Image(mime, data)
 
 
 def _from_local_file(uri: str, path: Path, label: str) -> Converted:
@@ -102,11 +103,11 @@ def _from_local_file(uri: str, path: Path, label: str) -> Converted:
     data = path.read_bytes()
     if looks_binary(data):
         return _note(f"Referenced file {uri} ({size:,} bytes) is binary and was not inlined"), label
-    return {"type": "text", "text": _attachment(uri, data.decode("utf-8", errors="replace"), None)}, label
+    return Text(_attachment(uri, data.decode("utf-8", errors="replace"), None)), label
 
 
 def _text(part: TextPart, cwd: Path) -> Converted:
-    return {"type": "text", "text": part.text}, part.text
+    return Text(part.text), part.text
 
 
 def _image_part(part: ImagePart, cwd: Path) -> Converted:
@@ -121,7 +122,7 @@ def _image_part(part: ImagePart, cwd: Path) -> Converted:
             return _note(f"An attached image of {size:,} bytes exceeds the {limit}-byte limit"), "[image]"
         return _image(mime, data), "[image]"
     if part.uri and urlparse(part.uri).scheme in ("http", "https"):
-        return {"type": "image", "source": {"type": "url", "url": part.uri}}, "[image]"
+        return Image(url=part.uri), "[image]"
     return _note(f"An attached image of type {mime or 'unknown'} is not supported"), "[image]"
 
 
@@ -133,7 +134,7 @@ def _audio(part: AudioPart, cwd: Path) -> Converted:
 def _embedded(part: ResourcePart, cwd: Path) -> Converted:
     label = f"@{part.uri}"
     if part.text is not None:
-        return {"type": "text", "text": _attachment(part.uri, part.text, part.mime_type)}, label
+        return Text(_attachment(part.uri, part.text, part.mime_type)), label
     blob = part.blob or ""
     if part.mime_type in IMAGE_TYPES and blob:
         return _image(part.mime_type, blob), label
@@ -166,7 +167,7 @@ _CONVERTERS: dict[type[Any], Callable[[Any, Path], Converted]] = {
 
 def convert_prompt(parts: Sequence[PromptPart], cwd: Path) -> ConvertedPrompt:
     """Convert a prompt's parts for the model, in order (blocking: reads linked local files)."""
-    content: list[dict[str, Any]] = []
+    content: list[Block] = []
     plain: list[str] = []
     for part in parts:
         converted, text = _CONVERTERS[type(part)](part, cwd)
@@ -174,6 +175,6 @@ def convert_prompt(parts: Sequence[PromptPart], cwd: Path) -> ConvertedPrompt:
         if text:
             plain.append(text)
     if not content:
-        content.append({"type": "text", "text": "(empty prompt)"})
+        content.append(Text("(empty prompt)"))
     return ConvertedPrompt(content, " ".join(plain).strip())
 

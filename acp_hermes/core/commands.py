@@ -93,7 +93,7 @@ def _choose(session: Session, option_id: str, value: str, label: str) -> Command
 
 
 async def _mcp(session: Session, arg: str) -> CommandReply:
-    servers = session.mcp
+    servers = session.services.mcp
     if servers is None or not servers.connections:
         return CommandReply("No MCP servers in this session. Add them in your editor's agent settings or under "
                             "`mcp_servers` in acp-hermes's config.yaml.")
@@ -114,7 +114,7 @@ async def _mode(session: Session, arg: str) -> CommandReply:
 async def _model(session: Session, arg: str) -> CommandReply:
     if arg:
         return _choose(session, MODEL_OPTION, arg, "model")
-    models = ", ".join(f"`{m}`" for m in models_offered(session.choices, session.settings))
+    models = ", ".join(f"`{m}`" for m in models_offered(session.choices, session.services.settings))
     return CommandReply(f"Model: `{session.choices.model}`. Available: {models}.")
 
 
@@ -125,7 +125,7 @@ async def _thinking(session: Session, arg: str) -> CommandReply:
 
 
 async def _usage(session: Session, arg: str) -> CommandReply:
-    record = await anyio.to_thread.run_sync(session.db.get_session, session.id)
+    record = await anyio.to_thread.run_sync(session.services.db.get_session, session.id)
     if record is None:
         return CommandReply("No usage recorded yet.")
     return CommandReply(
@@ -140,9 +140,9 @@ async def _budget_lines(session: Session) -> list[str]:
     from acp_hermes.model.pricing import price_of
 
     if not session.busy:  # between turns the meter is the SessionDB's figure (reviews and titles included)
-        await session.refresh_spend()
-    priced = price_of(session.choices.model, session.settings) is not None
-    return ["**Budget**", *session.budget.describe(priced, running=session.busy)]
+        await session.services.refresh_spend()
+    priced = price_of(session.choices.model, session.services.settings) is not None
+    return ["**Budget**", *session.services.budget.describe(priced, running=session.busy)]
 
 
 BUDGET_USAGE = ("`/budget` shows the spend and the limits; `/budget <usd>` sets this session's limit, `/budget turn "
@@ -166,7 +166,8 @@ async def _budget(session: Session, arg: str) -> CommandReply:
         session.set_budget(name, limit)
         changed = (name,)
     lines = await _budget_lines(session)  # the meter brought up to date first: a warning reads the same figures
-    warnings = [warning for name in changed if (warning := session.budget.already_spent(name, running=session.busy))]
+    budget = session.services.budget
+    warnings = [warning for name in changed if (warning := budget.already_spent(name, running=session.busy))]
     return CommandReply("\n\n".join(["\n".join(lines), *warnings, BUDGET_USAGE]))
 
 
@@ -185,7 +186,7 @@ async def _queue(session: Session, arg: str) -> CommandReply:
 
 
 async def _permissions(session: Session, arg: str) -> CommandReply:
-    lines = await session.gate.describe()
+    lines = await session.services.gate.describe()
     return CommandReply("Permissions in force:\n" + "\n".join(f"- {line}" for line in lines))
 
 
@@ -200,7 +201,7 @@ async def _search(session: Session, arg: str) -> CommandReply:
 
     if not arg:
         return CommandReply("Give some words to look for: `/search <words>` finds past sessions that mention them.")
-    result = await recall(session.db, arg, current_session=session.id, limit=10)
+    result = await recall(session.services.db, arg, current_session=session.id, limit=10)
     if not result.sessions:
         return CommandReply(f"No past session mentions “{arg}”." + (f" ({result.notice})" if result.notice else ""))
     lines = [f"Past sessions mentioning “{arg}” (load one from the editor's session list):"]
@@ -236,18 +237,18 @@ async def _init(session: Session, arg: str) -> CommandReply:
 async def _export(session: Session, arg: str) -> CommandReply:
     from datetime import datetime
 
-    from acp_hermes.core.export import conversation_markdown
+    from acp_hermes.core.export import conversation_markdown, export
     from acp_hermes.core.titles import clean_title
     from acp_hermes_tools.paths import resolve_path
 
     slug = "-".join(clean_title(session.title or "conversation").lower().split())[:60]
-    path = resolve_path(arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md", session.cwd)
+    path = resolve_path(arg or f"{slug}-{datetime.now():%Y%m%d-%H%M}.md", session.state.cwd)
     if not await anyio.to_thread.run_sync(path.parent.is_dir):  # a typo in the folder must not make new folders
         return CommandReply(f"Not exported: the folder `{path.parent}` does not exist. Create it first, "
                             "or give a path in an existing folder.")
-    stored = await anyio.to_thread.run_sync(session.db.conversation, session.id)
+    stored = await anyio.to_thread.run_sync(session.services.db.conversation, session.id)
     text = conversation_markdown(session.title, session.id, stored)
-    return CommandReply(await session.export(path, text))
+    return CommandReply(await export(session.services, path, text))
 
 
 async def _title(session: Session, arg: str) -> CommandReply:
@@ -256,12 +257,12 @@ async def _title(session: Session, arg: str) -> CommandReply:
     if not arg:
         return CommandReply(f"Title: {session.title}" if session.title else "This session has no title yet.")
     title = clean_title(arg)
-    await set_title(session, title)
+    await set_title(session.state, session.services, title)
     return CommandReply(f"The title is now “{title}”.")
 
 
 async def _memory(session: Session, arg: str) -> CommandReply:
-    store = session.tools.services.memory
+    store = session.services.tools.services.memory
     if store is None:
         return CommandReply("Memory is not available in this session.")
     lines = []
@@ -273,7 +274,7 @@ async def _memory(session: Session, arg: str) -> CommandReply:
         lines.append(f"**{label}** — {used:,} of {limit:,} characters ({used * 100 // max(limit, 1)}%)")
         lines += [f"- {one_line(entry, 200)}" for entry in entries] or ["- (empty)"]
     lines.append("\nNew sessions see these; the running one keeps the snapshot it started with.")
-    provided = await session.memory_provider_summary()
+    provided = await session.services.memory_provider_summary()
     if provided:
         lines += ["", *provided]
     return CommandReply("\n".join(lines))
@@ -287,7 +288,7 @@ SKILLS_USAGE = ("`/skills` lists the skills; `/skills pin NAME` keeps one from e
 async def _skills(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.skill_upkeep import listing_lines, steer
 
-    store = session.tools.services.skills
+    store = session.services.tools.services.skills
     if store is None:
         return CommandReply("Skills are not available in this session.")
     words = arg.split()
@@ -310,7 +311,7 @@ async def _trust(session: Session, arg: str) -> CommandReply:
 
     if arg not in ("", "session"):
         return CommandReply(f"Not understood. {TRUST_USAGE}")
-    trust = session.trust
+    trust = session.services.trust
     status = await anyio.to_thread.run_sync(status_of, trust)
     if trust.trusted and (arg == "session" or trust.source == REMEMBERED):
         return CommandReply("\n".join(describe(status)))  # nothing to change
@@ -328,14 +329,14 @@ async def _untrust(session: Session, arg: str) -> CommandReply:
     from acp_hermes.core.trust import decide, describe, status_of
 
     await decide(session, "never")
-    lines = describe(await anyio.to_thread.run_sync(status_of, session.trust))
-    if not session.trust.repository.home:
+    lines = describe(await anyio.to_thread.run_sync(status_of, session.services.trust))
+    if not session.services.trust.repository.home:
         lines.append("Remembered: it is not asked about again (`acp-hermes trust remove` forgets the decision).")
     return CommandReply("\n".join(lines))
 
 
 async def _sandbox(session: Session, arg: str) -> CommandReply:
-    sandbox = session.tools.sandbox
+    sandbox = session.services.tools.sandbox
     lines = sandbox.describe() if sandbox is not None else ["no sandbox in this session"]
     return CommandReply("OS sandbox for commands:\n" + "\n".join(f"- {line}" for line in lines))
 
@@ -353,12 +354,13 @@ async def _rollback(session: Session, arg: str) -> CommandReply:
     rest = [word for word in words if not word.startswith("--")]
     unknown = flags - {"--conversation", "--include-edited"}
     if not rest and not flags:
-        return CommandReply(await list_text(session))
+        return CommandReply(await list_text(session.services))
     if unknown or not rest or not rest[0].isdigit() or len(rest) > 2:
         return CommandReply(f"Not understood. {ROLLBACK_USAGE}")
     async with session.exclusive():  # after a running turn, before the next
-        result = await rollback(session, int(rest[0]), path=rest[1] if len(rest) > 1 else None,
-                                include_edited="--include-edited" in flags, conversation="--conversation" in flags)
+        result = await rollback(session.state, session.services, int(rest[0]),
+                                path=rest[1] if len(rest) > 1 else None, include_edited="--include-edited" in flags,
+                                conversation="--conversation" in flags)
     return CommandReply(result.message)
 
 
@@ -426,34 +428,38 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
     ``client_message_id``: the client's id for the prompt, stored with it."""
     if session.subagent is not None:
         raise InvalidInput(f"session {session.id} is a subagent working on its parent's task; it takes no prompts")
-    reply = await run_command(session, parts)
-    if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
-        parts, reply = list(reply.turn), None
-    if reply is None:
-        from acp_hermes.core.trust import before_turn
+    place = session.arrive()  # before anything awaits: its turn comes in arrival order, a later cancel ends it
+    try:
+        reply = await run_command(session, parts)
+        if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
+            parts, reply = list(reply.turn), None
+        if reply is None:
+            from acp_hermes.core.trust import before_turn
 
-        epoch = session.cancel_epoch
-        await before_turn(session)  # the workspace's trust is settled before the first model request
-        if epoch != session.cancel_epoch:  # cancelled while the question was open
-            return Handled("cancelled")
-        loaded = await skill_prompt(session, parts)
-        if loaded is None:
-            from acp_hermes.core.skill_upkeep import offer_archived
+            await before_turn(session)  # the workspace's trust is settled before the first model request
+            if place.epoch != session.cancel_epoch:  # cancelled while the question was open
+                return Handled("cancelled")
+            loaded = await skill_prompt(session, parts)
+            if loaded is None:
+                from acp_hermes.core.skill_upkeep import offer_archived
 
-            await offer_archived(session, parts)
-        parts = loaded or parts
-        return Handled(await session.prompt(parts, client_message_id))
+                await offer_archived(session, parts)
+            parts = loaded or parts
+            return Handled(await session.prompt(parts, client_message_id, place=place))
+    finally:
+        session.leave(place)  # a command is no turn (a turn's place went when it took the lock)
     message_id = str(uuid.uuid4())
     if reply.stored:
-        session.transcript.client_message_id = client_message_id
+        session.state.transcript.client_message_id = client_message_id
         await remember(session, parts, reply, message_id)
     return Handled("end_turn", reply, message_id)
 
 
 async def remember(session: Session, parts: Sequence[PromptPart], reply: CommandReply, message_id: str) -> None:
     """Store a command and the reply shown as ``message_id`` for replay, outside the model's history."""
-    await session.transcript.add_local_prompt(command_text(parts) or "", parts)
-    await session.transcript.add_local_reply(reply.text, message_id=message_id)
+    transcript = session.state.transcript
+    await transcript.add_local_prompt(command_text(parts) or "", parts)
+    await transcript.add_local_reply(reply.text, message_id=message_id)
 
 
 SKILL_HINT = "what to do with this skill"
@@ -462,7 +468,7 @@ SKILL_HINT = "what to do with this skill"
 def menu(session: Session) -> list[MenuEntry]:
     """The ``/`` menu: the commands, then one entry per skill (blocking: reads the skills index)."""
     entries = [MenuEntry(c.name, c.description, c.hint) for c in COMMANDS.values()]
-    store = session.tools.services.skills
+    store = session.services.tools.services.skills
     taken = set(COMMANDS)
     for skill in store.skills() if store is not None else ():
         if skill.name not in taken:  # a built-in command, or a name two categories share, keeps its first owner
@@ -477,7 +483,7 @@ async def skill_prompt(session: Session, parts: Sequence[PromptPart]) -> list[Pr
     from acp_hermes_memory.skills import SkillError
 
     text = command_text(parts)
-    store = session.tools.services.skills
+    store = session.services.tools.services.skills
     if text is None or store is None or not text.strip().startswith("/"):
         return None
     name, _, request = text.strip()[1:].partition(" ")

@@ -37,6 +37,7 @@ from acp_hermes.core import compression
 from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
 from acp_hermes.core.transcript import ToolOutcome, Transcript, history_from_rows, newest_row, stored_conversation
+from acp_hermes.model.messages import Message, Text, ToolUse
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
 from acp_hermes_memory.scan import scan
 from acp_hermes_memory.session_db import NewMessage, SessionNotFound
@@ -162,7 +163,7 @@ async def _adopt(target: CompactionTarget, card: str, before: int) -> Compaction
     return Compaction(True, before, after, ADOPTED)
 
 
-async def _warning(summary: str, middle: Sequence[dict[str, Any]], previous: str | None) -> str | None:
+async def _warning(summary: str, middle: Sequence[Message], previous: str | None) -> str | None:
     """The warning the summary carries (see ``compression.summary_warning``), logged when there is one."""
     findings = await anyio.to_thread.run_sync(scan, summary, "context")
     ids = [finding.pattern_id for finding in findings]
@@ -174,8 +175,7 @@ async def _warning(summary: str, middle: Sequence[dict[str, Any]], previous: str
 
 async def _flush_memories(target: CompactionTarget) -> None:
     """One hidden model call that may save memories; its instruction and reply are not kept."""
-    messages = repaired([*target.transcript.messages,
-                         {"role": "user", "content": [{"type": "text", "text": compression.FLUSH_INSTRUCTION}]}])
+    messages = repaired([*target.transcript.messages, Message("user", (Text(compression.FLUSH_INSTRUCTION),))])
     request = ModelRequest(model=target.model, system=target.system_prompt, messages=messages,
                            tools=target.registry.definitions(), max_tokens=2_048)
     completed: Completed | None = None
@@ -191,21 +191,21 @@ async def _flush_memories(target: CompactionTarget) -> None:
         await anyio.to_thread.run_sync(auxiliary.runtime.record_usage, auxiliary.session_id, target.model,
                                        completed.usage)
     for block in completed.content if completed is not None else ():
-        tool = target.registry.get(str(block.get("name"))) if block.get("type") == "tool_use" else None
-        if tool is not None and tool.flushed:  # what the flush call may use (``Tool.flushed``)
+        tool = target.registry.get(block.name) if isinstance(block, ToolUse) else None
+        if isinstance(block, ToolUse) and tool is not None and tool.flushed:  # what it may use (``Tool.flushed``)
             await _run_flush_call(target, block)
 
 
-async def _run_flush_call(target: CompactionTarget, block: dict[str, Any]) -> None:
-    from acp_hermes.core.loop import run_beside_turn
+async def _run_flush_call(target: CompactionTarget, block: ToolUse) -> None:
+    from acp_hermes.core.side_calls import run_beside_turn
 
-    call = ToolCall(str(block["id"]), str(block["name"]), block.get("input") or {})
+    call = ToolCall(block.id, block.name, block.input or {})
     presentation, kind = target.registry.presentation(call, target.scope)
     await run_beside_turn(call, presentation.title, kind, registry=target.registry, sink=target.sink,
                           make_context=target.make_context, transcript=target.transcript)
 
 
-def _store_segment(target: CompactionTarget, read: tuple[int, frozenset[int]], history: Sequence[dict[str, Any]],
+def _store_segment(target: CompactionTarget, read: tuple[int, frozenset[int]], history: Sequence[Message],
                    system_prompt: str, card: str, card_text: str,
                    raw_output: dict[str, Any]) -> tuple[str, list[MessageRecord]] | None:
     """The continuation segment, stored with the end of the old one in one transaction: the card
@@ -216,10 +216,10 @@ def _store_segment(target: CompactionTarget, read: tuple[int, frozenset[int]], h
                         text=card_text, ok=True, display=(TextDisplay(card_text),), locations=(),
                         raw_output=raw_output)
     messages = [NewMessage("tool", card_text, tool_call_id=card, tool_name=CARD_TOOL, display=shown.display_record())]
+    from acp_hermes.model.provider import blocks_to_wire
+
     for message in history:
-        content = message["content"]
-        messages.append(NewMessage(message["role"], "", payload=content if isinstance(content, list) else
-                                   [{"type": "text", "text": content}], display={"carried": True}))
+        messages.append(NewMessage(message.role, "", payload=blocks_to_wire(message.blocks), display={"carried": True}))
     segment = str(uuid.uuid4())
     read_up_to, own = read
     rows = target.db.continue_segment(target.transcript.session_id, segment, system_prompt=system_prompt,

@@ -27,12 +27,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from acp_hermes.core.history import repaired
+from acp_hermes.model.messages import Block, Message, ServerToolUse, Text, Thinking, ToolResult, ToolUse
 from acp_hermes_memory.frames import framed
-
-Message = dict[str, Any]
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600  # an image or document block, whatever its encoded size (base64 would overcount)
@@ -147,7 +145,7 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
 
 
 def _message_tokens(message: Message) -> int:
-    chars = sum(_block_chars(block) for block in _blocks(message))
+    chars = sum(_block_chars(block) for block in message.blocks)
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
@@ -193,11 +191,11 @@ def plan_compression(
 def _first_exchange_end(messages: Sequence[Message]) -> int:
     """The index after the first exchange: the first user message, the reply to it and, if that
     reply called tools, the message with their results."""
-    first = next((n for n, m in enumerate(messages) if m.get("role") == "user"), len(messages))
+    first = next((n for n, m in enumerate(messages) if m.role == "user"), len(messages))
     end = first + 1
-    if end < len(messages) and messages[end].get("role") == "assistant":
+    if end < len(messages) and messages[end].role == "assistant":
         end += 1
-        calls = any(b.get("type") == "tool_use" for b in _blocks(messages[end - 1]))
+        calls = bool(messages[end - 1].calls())
         if calls and end < len(messages) and _has_results(messages[end]):
             end += 1
     return min(end, len(messages))
@@ -227,19 +225,20 @@ def prune_old_tool_outputs(messages: Sequence[Message], protect_from: int, keep_
     """
     out: list[Message] = []
     for index, message in enumerate(messages):
-        blocks = _blocks(message)
         if index < protect_from and _has_results(message):
-            blocks = [_pruned(block, keep_chars) if block.get("type") == "tool_result" else block for block in blocks]
-        out.append({**message, "content": list(blocks)})
+            blocks = tuple(_pruned(block, keep_chars) if isinstance(block, ToolResult) else block
+                           for block in message.blocks)
+            message = Message(message.role, blocks)
+        out.append(message)
     return out
 
 
-def _pruned(block: dict[str, Any], keep_chars: int) -> dict[str, Any]:
-    text = _result_text(block.get("content"))
+def _pruned(block: ToolResult, keep_chars: int) -> ToolResult:
+    text = block.text
     shortened = PRUNED_NOTE.format(kept=keep_chars, total=len(text)) + "\n" + text[:keep_chars]
     if text.startswith(_PRUNED_OPENING) or len(shortened) >= _block_chars(block):
         return block
-    return {**block, "content": shortened}
+    return ToolResult(block.tool_use_id, shortened, block.is_error)
 
 
 # --- the summary request ---------------------------------------------------------------------------
@@ -277,37 +276,35 @@ def _rendered_middle(messages: Sequence[Message]) -> str:
     """The messages as compact plain text for the summariser: one line per block, tool calls as
     name and short arguments, results and long texts cut short. Thinking is left out (the visible
     text and the actions tell what happened) and so is an earlier summary (it is passed on its own)."""
-    names = {
-        str(block.get("id")): str(block.get("name"))
-        for message in messages
-        for block in _blocks(message)
-        if block.get("type") == "tool_use"
-    }
+    names = {call.id: call.name for message in messages for call in message.calls()}
     lines = [
         line
         for message in messages
-        for block in _blocks(message)
-        if (line := _rendered(str(message.get("role")), block, names))
+        for block in message.blocks
+        if (line := _rendered(message.role, block, names))
     ]
     return "\n\n".join(lines)
 
 
-def _rendered(role: str, block: dict[str, Any], names: dict[str, str]) -> str:
-    kind = block.get("type")
+def _rendered(role: str, block: Block, names: dict[str, str]) -> str:
     speaker = "User" if role == "user" else "Assistant"
-    if kind == "text":
-        text = str(block.get("text") or "")
-        return "" if _is_summary(block) or not text.strip() else f"{speaker}: {_clipped(text, _TEXT_CHARS)}"
-    if kind in ("thinking", "redacted_thinking"):
+    if isinstance(block, Text):
+        return "" if _is_summary(block) or not block.text.strip() else f"{speaker}: {_clipped(block.text, _TEXT_CHARS)}"
+    if isinstance(block, Thinking):
         return ""
-    if kind in ("tool_use", "server_tool_use"):
-        arguments = json.dumps(block.get("input"), ensure_ascii=False, default=str)
-        return f"Assistant called {block.get('name')} {_clipped(arguments, _ARGS_CHARS)}"
-    if kind == "tool_result":
-        name = names.get(str(block.get("tool_use_id")), "a tool")
-        outcome = "failed" if block.get("is_error") else "returned"
-        return f"Tool {name} {outcome}: {_clipped(_result_text(block.get('content')), _RESULT_CHARS)}"
-    return f"{speaker}: [{kind}]"
+    if isinstance(block, (ToolUse, ServerToolUse)):
+        arguments = json.dumps(_arguments(block), ensure_ascii=False, default=str)
+        return f"Assistant called {block.name} {_clipped(arguments, _ARGS_CHARS)}"
+    if isinstance(block, ToolResult):
+        name = names.get(block.tool_use_id, "a tool")
+        outcome = "failed" if block.is_error else "returned"
+        return f"Tool {name} {outcome}: {_clipped(block.text, _RESULT_CHARS)}"
+    return f"{speaker}: [{block.kind}]"
+
+
+def _arguments(call: ToolUse | ServerToolUse) -> object:
+    """A call's input as the model wrote it (what a stored row kept, when that was not an object)."""
+    return call.raw.get("input") if call.raw is not None else call.input
 
 
 def _clipped(text: str, limit: int) -> str:
@@ -332,19 +329,19 @@ def compressed_history(plan: CompressionPlan, summary: str, warning: str | None 
     """
     head = repaired(_without_summaries(plan.head))  # a head cut from a damaged history gets its results
     tail = plan.tail
-    block = {"type": "text", "text": SUMMARY_HEADER + (f"{warning}\n\n" if warning else "") + summary.strip()}
-    head_ends_with_user = bool(head) and head[-1]["role"] == "user"
-    tail_starts_with_user = bool(tail) and tail[0].get("role") == "user"
+    block = Text(SUMMARY_HEADER + (f"{warning}\n\n" if warning else "") + summary.strip())
+    head_ends_with_user = bool(head) and head[-1].role == "user"
+    tail_starts_with_user = bool(tail) and tail[0].role == "user"
     if not head_ends_with_user:
         if tail_starts_with_user:
-            seam = [{"role": "user", "content": [block, *_blocks(tail[0])]}]
+            seam = [Message("user", (block, *tail[0].blocks))]
             tail = tail[1:]
         else:
-            seam = [{"role": "user", "content": [block]}]
+            seam = [Message("user", (block,))]
     elif tail_starts_with_user:
-        seam = [{"role": "assistant", "content": [block]}]
+        seam = [Message("assistant", (block,))]
     else:
-        head[-1] = {"role": "user", "content": [*head[-1]["content"], block]}
+        head[-1] = head[-1].plus((block,))
         seam = []
     return repaired([*head, *seam, *tail])
 
@@ -352,19 +349,19 @@ def compressed_history(plan: CompressionPlan, summary: str, warning: str | None 
 def previous_summary(messages: Sequence[Message]) -> str | None:
     """The text of the latest summary an earlier compression left in ``messages``, if any."""
     for message in reversed(messages):
-        for block in reversed(_blocks(message)):
-            if _is_summary(block):
-                return str(block["text"]).removeprefix(SUMMARY_HEADER).strip()
+        for block in reversed(message.blocks):
+            if isinstance(block, Text) and _is_summary(block):
+                return block.text.removeprefix(SUMMARY_HEADER).strip()
     return None
 
 
-def _is_summary(block: dict[str, Any]) -> bool:
-    return block.get("type") == "text" and str(block.get("text") or "").startswith(SUMMARY_MARKER)
+def _is_summary(block: Block) -> bool:
+    return isinstance(block, Text) and block.text.startswith(SUMMARY_MARKER)
 
 
 def _without_summaries(messages: Sequence[Message]) -> list[Message]:
-    kept = ({**m, "content": [b for b in _blocks(m) if not _is_summary(b)]} for m in messages)
-    return [m for m in kept if m["content"]]
+    kept = (Message(m.role, tuple(b for b in m.blocks if not _is_summary(b))) for m in messages)
+    return [m for m in kept if m.blocks]
 
 
 # --- flagged text ----------------------------------------------------------------------------------
@@ -373,17 +370,12 @@ def _without_summaries(messages: Sequence[Message]) -> list[Message]:
 def flagged_tools(messages: Sequence[Message]) -> list[str]:
     """The tools whose results in ``messages`` the registry flagged as carrying injection, in order,
     each once (a result an earlier compaction pruned still starts with the registry's warning)."""
-    names = {
-        str(block.get("id")): str(block.get("name"))
-        for message in messages
-        for block in _blocks(message)
-        if block.get("type") == "tool_use"
-    }
+    names = {call.id: call.name for message in messages for call in message.calls()}
     flagged: list[str] = []
     for message in messages:
-        for block in _blocks(message):
-            if block.get("type") == "tool_result" and _flagged(_result_text(block.get("content"))):
-                name = names.get(str(block.get("tool_use_id")), "a tool")
+        for block in message.results():
+            if _flagged(block.text):
+                name = names.get(block.tool_use_id, "a tool")
                 if name not in flagged:
                     flagged.append(name)
     return flagged
@@ -424,50 +416,24 @@ def without_warning(summary: str) -> str:
     return text
 
 
-# --- the memory flush ------------------------------------------------------------------------------
-
-
 # --- blocks ----------------------------------------------------------------------------------------
 
 
-def _blocks(message: Message) -> list[dict[str, Any]]:
-    """A message's content as a list of blocks (content may be a plain string)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    return [block for block in content or [] if isinstance(block, dict)]
-
-
 def _has_results(message: Message) -> bool:
-    return message.get("role") == "user" and any(b.get("type") == "tool_result" for b in _blocks(message))
+    return message.role == "user" and bool(message.results())
 
 
-def _block_chars(block: dict[str, Any]) -> int:
-    kind = block.get("type")
-    if kind == "text":
-        return len(str(block.get("text") or ""))
-    if kind == "thinking":
-        return len(str(block.get("thinking") or ""))
-    if kind == "redacted_thinking":
-        return len(str(block.get("data") or ""))
-    if kind == "tool_use":
-        return len(str(block.get("name") or "")) + len(json.dumps(block.get("input"), ensure_ascii=False, default=str))
-    if kind == "tool_result":
-        content = block.get("content")
-        if isinstance(content, list):
-            return sum(_block_chars(item) for item in content if isinstance(item, dict))
-        return len(str(content or ""))
-    if kind in ("image", "document"):
+def _block_chars(block: Block) -> int:
+    if isinstance(block, (Text, Thinking)):
+        return len(block.text)
+    if isinstance(block, ToolUse):
+        return len(block.name) + len(json.dumps(_arguments(block), ensure_ascii=False, default=str))
+    if isinstance(block, ToolResult):
+        if isinstance(block.content, str):
+            return len(block.content)
+        return sum(_block_chars(item) for item in block.content)
+    if block.kind in ("image", "document"):  # whatever its encoded size (base64 would overcount)
         return IMAGE_TOKENS * CHARS_PER_TOKEN
-    return len(json.dumps(block, ensure_ascii=False, default=str))
+    from acp_hermes.model.provider import block_to_wire  # a block the estimate has no rule for: its size as sent
 
-
-def _result_text(content: Any) -> str:
-    """A tool result's content as text; images and documents in it become a placeholder."""
-    if isinstance(content, list):
-        return "\n".join(
-            str(item.get("text") or "") if item.get("type") == "text" else f"[{item.get('type')}]"
-            for item in content
-            if isinstance(item, dict)
-        )
-    return str(content or "")
+    return len(json.dumps(block_to_wire(block), ensure_ascii=False, default=str))

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -31,6 +31,7 @@ from acp_hermes.core.events import (
     ChildEvent,
     ChildStarted,
     Event,
+    EventSink,
     TaskDelegated,
     ToolCallFinished,
     ToolCallStarted,
@@ -154,11 +155,25 @@ def present_delegation(args: dict[str, Any], scope: ToolScope) -> Presentation:
     return Presentation(f"Delegate: {one_line(str(args.get('goal') or 'a task'), 80)}")
 
 
-def delegate_tool(parent: Session) -> Tool:
-    """The ``delegate_task`` tool of ``parent``: its handler runs the parent's children."""
+class ChildSessions(Protocol):
+    """Who makes a delegated task's session and ends it (``core.sessions.SessionManager``), keeping it
+    among its parent's running children meanwhile."""
+
+    async def create_child(self, parent: Session, child_id: str, spec: SubagentSpec, sink: EventSink,
+                           asker: Asker) -> Session: ...
+
+    async def end_child(self, child_id: str) -> None: ...
+
+
+def delegate_tool(parent: Callable[[], Session | None], children: ChildSessions) -> Tool:
+    """The ``delegate_task`` tool of a session (``parent`` finds it while it is live): its handler runs
+    that session's children, made and ended by ``children``."""
 
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return await Delegation(parent, ctx, _tasks(args, parent), args.get("max_iterations")).run()
+        session = parent()
+        if session is None:
+            raise ToolError("the session that would delegate has ended")
+        return await Delegation(session, children, ctx, _tasks(args, session), args.get("max_iterations")).run()
 
     return Tool(name=DELEGATE_TOOL_NAME, description=description(), schema=SCHEMA, handler=handler, kind="other",
                 access=Access.READ, present=present_delegation)
@@ -187,7 +202,7 @@ def card_title(states: Sequence[str], step: str = "") -> str:
 
 
 def _tasks(args: dict[str, Any], parent: Session) -> list[Task]:
-    default = tuple(parent.settings.delegation.toolsets)
+    default = tuple(parent.services.settings.delegation.toolsets)
     if args.get("tasks") and args.get("goal"):
         raise ToolError("give either goal (one task) or tasks (a batch), not both")
     raw = args.get("tasks") or ([{key: args[key] for key in _TASK_PROPERTIES if key in args}] if args.get("goal")
@@ -218,7 +233,7 @@ class _ChildSink:
                                         one_line(event.title, 60))
         elif isinstance(event, ToolCallFinished) and event.status == "failed":
             await self._delegation.step(self._index, "a tool call failed; going on")
-        await self._delegation.parent.emit(ChildEvent(self.child_id, event))
+        await self._delegation.parent.services.emit(ChildEvent(self.child_id, event))
 
 
 class _TaskAsker:
@@ -236,9 +251,11 @@ class _TaskAsker:
 class Delegation:
     """One ``delegate_task`` call: its children, run and reported."""
 
-    def __init__(self, parent: Session, ctx: ToolContext, tasks: list[Task], max_iterations: int | None) -> None:
-        settings = parent.settings.delegation
+    def __init__(self, parent: Session, children: ChildSessions, ctx: ToolContext, tasks: list[Task],
+                 max_iterations: int | None) -> None:
+        settings = parent.services.settings.delegation
         self.parent = parent
+        self._children = children
         self._ctx = ctx
         self._tasks = tasks
         self._max_iterations = min(max_iterations or settings.max_iterations, settings.max_iterations)
@@ -249,7 +266,7 @@ class Delegation:
         self._epoch = parent.cancel_epoch  # the parent's cancel (or close) since this call began ends every child
 
     async def run(self) -> ToolResult:
-        limiter = anyio.CapacityLimiter(self.parent.settings.delegation.max_concurrent)
+        limiter = anyio.CapacityLimiter(self.parent.services.settings.delegation.max_concurrent)
         await self._show()
         try:
             async with anyio.create_task_group() as group:
@@ -297,21 +314,21 @@ class Delegation:
 
     async def _child(self, index: int) -> ChildOutcome:
         task = self._tasks[index]
-        parent, settings = self.parent, self.parent.settings.delegation
+        parent, services = self.parent, self.parent.services
+        settings = services.settings.delegation
         child_id = str(uuid.uuid4())
-        depth = parent.depth + 1
-        names = tool_names_for(task.toolsets, parent.base_tool_names(), may_delegate=depth < settings.max_depth)
+        depth = parent.state.depth + 1
+        names = tool_names_for(task.toolsets, services.base_tool_names(), may_delegate=depth < settings.max_depth)
         title = one_line(task.goal, 80)
-        spec = SubagentSpec(depth, title, names, self._max_iterations, parent.gate.session)
-        await parent.emit(ChildStarted(self._ctx.call_id, child_id, title, _description(task)))
+        spec = SubagentSpec(depth, title, names, self._max_iterations, services.gate.session)
+        await services.emit(ChildStarted(self._ctx.call_id, child_id, title, _description(task)))
         self._states[index], self._steps[index] = "running", "starting"
         await self._show()
         label = f"Subagent {index + 1}" + (f"/{len(self._tasks)}" if len(self._tasks) > 1 else "") + f" ({title})"
         outcome = ChildOutcome(child_id, task.goal, "failed", "end_turn", "", Usage(), "it could not start")
-        try:
-            child = await parent.children_maker.create_child(
-                parent, child_id, spec, _ChildSink(self, index, child_id), _TaskAsker(parent.gate.asker, label))
-            parent.children[child_id] = child  # from here on, the parent's cancel reaches it
+        try:  # the manager keeps the child among the parent's running children: the parent's cancel reaches it
+            child = await self._children.create_child(
+                parent, child_id, spec, _ChildSink(self, index, child_id), _TaskAsker(services.gate.asker, label))
             stop = "cancelled" if self._cancelled() else await child.prompt([TextPart(_prompt(task))])
             outcome = _outcome(child, task, stop)
         except Exception as error:  # one child's failure must not take the batch down
@@ -319,12 +336,11 @@ class Delegation:
             outcome = ChildOutcome(child_id, task.goal, "failed", "end_turn", "", Usage(),
                                    f"{type(error).__name__}: {error}")
         finally:
-            parent.children.pop(child_id, None)
-            await parent.children_maker.end_child(child_id)
+            await self._children.end_child(child_id)
         self._states[index] = outcome.status
-        await parent.emit(ChildEnded(child_id, outcome.stop_reason, outcome.usage,
-                                     outcome.detail if outcome.status == "failed" else None))
-        parent.publish(TaskDelegated(task.goal, outcome.answer, child_id))
+        await services.emit(ChildEnded(child_id, outcome.stop_reason, outcome.usage,
+                                       outcome.detail if outcome.status == "failed" else None))
+        services.publish(TaskDelegated(task.goal, outcome.answer, child_id))
         await self._show()
         return outcome
 
@@ -332,7 +348,7 @@ class Delegation:
         return self.parent.closed or self.parent.cancel_epoch != self._epoch
 
     def _result(self) -> ToolResult:
-        limit = self.parent.settings.delegation.result_max_chars
+        limit = self.parent.services.settings.delegation.result_max_chars
         outcomes = [outcome or ChildOutcome("", task.goal, "cancelled", "cancelled", "", Usage())
                     for task, outcome in zip(self._tasks, self._outcomes, strict=True)]
         if len(outcomes) == 1:
@@ -356,15 +372,17 @@ def _prompt(task: Task) -> str:
 
 
 def _outcome(child: Session, task: Task, stop: str) -> ChildOutcome:
-    turn = child.last_turn
+    turn = child.state.last_turn
     usage = turn.usage if turn is not None else Usage()
-    answer = final_answer(child.transcript.messages)
+    answer = final_answer(child.state.transcript.messages)
     if turn is not None and turn.failure:
         return ChildOutcome(child.id, task.goal, "failed", stop, answer, usage, turn.failure)
     if stop == "cancelled":
         return ChildOutcome(child.id, task.goal, "cancelled", stop, answer, usage)
     if stop == "max_turn_requests":
-        calls = child.max_iterations
+        from acp_hermes.core.turn import max_iterations
+
+        calls = max_iterations(child.state, child.services)
         detail = f"it used all {calls} model call{'s' if calls != 1 else ''} it was given"
         return ChildOutcome(child.id, task.goal, "stopped", stop, answer, usage, detail)
     if stop in ("max_tokens", "refusal"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from acp_hermes.model.messages import Message
 from acp_hermes.model.types import Usage
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Display, Location, MemoryWritten, PlanUpdated, ToolCallUpdated, ToolKind
@@ -144,7 +145,7 @@ class TurnEnded:
 class CompactionStarting:
     """The conversation is about to be summarised: ``messages`` as the model saw them."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
 
 
 @value
@@ -160,7 +161,7 @@ class TaskDelegated:
 class SessionEnded:
     """The session closes: its conversation as the model saw it."""
 
-    messages: list[dict[str, Any]]
+    messages: list[Message]
 
 
 # ``MemoryWritten`` comes from a tool's result (``ToolResult.effects``).

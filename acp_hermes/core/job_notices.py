@@ -4,14 +4,15 @@ The tools layer records each job's end once (``tools.terminal.BackgroundJobs``) 
 model has not seen end through ``process``. This module decides who hears of it and when:
 
 * a turn is running: the model gets the note with the next tool result the loop produces
-  (``pending_notes``); the user sees what the model does about it;
+  (``ended``); the user sees what the model does about it;
 * the session is idle: the user gets a one-line notice at once (an agent message, stored for
   ``session/load`` but never sent to the model), and the model gets the note at the start of the
   next turn, beside the user's prompt (``turn_started``);
 * a job ended during a turn whose model made no tool call after it: the notice is shown as the turn
   ends (``turn_ended``) and the note waits for the next turn, as when idle.
 
-``BackgroundJobs.take_ended`` hands out each end once, so no job is noted or shown twice.
+``BackgroundJobs.take_ended`` hands out each end once, so no job is noted or shown twice. The ends go
+to the model as ``core.turn_input`` notes (the note's words are ``JobEnded.note``).
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ class JobNotices:
         self._turn_running = False
         self._held: list[JobEnded] = []  # shown to the user, not yet told to the model
 
-    def turn_started(self) -> list[dict[str, Any]]:
-        """A turn begins: the notes of the jobs that ended since the last one, as text blocks to add to
-        the user's message. Installs the end-of-job hook on the first call."""
+    def turn_started(self) -> list[JobEnded]:
+        """A turn begins: the jobs that ended since the last one, for the user's message. Installs the
+        end-of-job hook on the first call."""
         if self._jobs is None:
             from acp_hermes_tools.terminal import background_jobs, on_event_loop
 
@@ -59,13 +60,11 @@ class JobNotices:
             self._jobs.on_end = on_event_loop(self._job_ended)
         self._turn_running = True
         ended, self._held = [*self._held, *self._jobs.take_ended()], []
-        return [{"type": "text", "text": item.note()} for item in ended]
+        return ended
 
-    def pending_notes(self) -> str:
-        """For the loop: the notes of jobs that ended since, to append to the tool result it makes."""
-        if self._jobs is None:
-            return ""
-        return "".join(f"\n\n{item.note()}" for item in self._jobs.take_ended())
+    def ended(self) -> list[JobEnded]:
+        """For the loop: the jobs that ended since, for the tool result it makes."""
+        return [] if self._jobs is None else self._jobs.take_ended()
 
     async def turn_ended(self) -> None:
         """A turn ended: show the user the jobs that ended in it unheard of by the model; their notes

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 
@@ -23,16 +23,15 @@ from acp_hermes.core.history import repaired
 from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
 from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
-from acp_hermes.core.user_prompt import PromptPart
-from acp_hermes.core.web import REFUSED_NOTICE, WebTools, model_warning, outcome, presented
+from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share, steer_blocks
+from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
+from acp_hermes.model.messages import ServerToolResult, ServerToolUse, Text, ToolUse
 from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
     Provider,
-    ServerToolResult,
     ServerToolsRejected,
-    ServerToolUse,
     TextDelta,
     ThinkingDelta,
     ToolUseReady,
@@ -46,7 +45,6 @@ from acp_hermes_tools.contracts import (
     TextDisplay,
     ToolEvent,
     ToolEventSink,
-    ToolKind,
 )
 from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
 
@@ -86,10 +84,6 @@ class TurnControls:
     tool_finished: Callable[[ToolCall, ToolResult], None] | None = None  # each call's result, as it finishes
 
 
-class Hints(Protocol):
-    def check_tool_call(self, tool_name: str, args: dict[str, Any]) -> str: ...
-
-
 @dataclass(frozen=True, slots=True)
 class TurnSettings:
     model: str
@@ -108,7 +102,6 @@ class TurnResult:
     measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
     failure: str | None = None  # why the turn broke off (the model failed), told to the user
-    unsent_warnings: list[str] = field(default_factory=list)  # for the model: no tool result of this turn took them
 
 
 @dataclass
@@ -157,9 +150,7 @@ class AgentLoop:
         system_prompt: str,
         make_context: ContextFactory,
         scope: ToolScope,
-        hints: Hints | None = None,
         compact_if_due: CompactionHook | None = None,
-        pending_notes: Callable[[], str] | None = None,
         controls: TurnControls | None = None,
     ) -> None:
         self._provider = provider
@@ -169,24 +160,20 @@ class AgentLoop:
         self._system_prompt = system_prompt
         self._make_context = make_context
         self._scope = scope
-        self._hints = hints
         self._compact_if_due = compact_if_due
-        self._pending_notes = pending_notes  # what the model should hear with the next tool result (jobs that ended)
         self._controls = controls or TurnControls()
         self._open: dict[str, _Call] = {}
         self._server_open: dict[str, _Call] = {}  # the API's web calls shown and not finished yet
         self._server_done: list[ToolOutcome] = []  # those of the current message that finished, kept with it
-        self._budget_note = ""  # added to the next tool result, then cleared
         self._handover: str | None = None  # what a call asked the user, who answers in the next prompt
         self.result = TurnResult("end_turn")  # the turn so far; read after a cancel too
+        self._input: TurnInput | None = None  # the running turn's: its notes ride with the tool results
 
-    async def run_turn(
-        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
-    ) -> TurnResult:
+    async def run_turn(self, turn_input: TurnInput, settings: TurnSettings) -> TurnResult:
         """Run one user turn to its end. Cancellation propagates after cleanup."""
         ended = False
         try:
-            turn = await self._turn(content, plain_text, prompt, settings)
+            turn = await self._turn(turn_input, settings)
             if turn.failure is None and self._controls.passed_at_end is not None:
                 passed = self._controls.passed_at_end()
                 if passed is not None:  # one request went past a limit and the turn ended: nothing stopped, so say it
@@ -200,11 +187,11 @@ class AgentLoop:
                       len(result.tools_used), usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
                       usage.cache_write_tokens)
 
-    async def _turn(
-        self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart], settings: TurnSettings
-    ) -> TurnResult:
+    async def _turn(self, turn_input: TurnInput, settings: TurnSettings) -> TurnResult:
         result = self.result = TurnResult("end_turn")
-        await self._transcript.add_user(content, plain_text, prompt)
+        self._input = turn_input
+        prompt = turn_input.prompt
+        await self._transcript.add_user(turn_input.opening(), prompt.text, prompt.parts)
         pressure = 0.0  # the highest budget share already noted this turn
         paused = False  # the last message paused (pause_turn): the next request continues it, with nothing added
         while True:
@@ -222,12 +209,12 @@ class AgentLoop:
             completed = await self._model_call(settings, result)
             if completed is None:
                 return result
-            calls = [self._open[b["id"]].call for b in completed.content if b.get("type") == "tool_use"]
+            calls = [self._open[b.id].call for b in completed.content if isinstance(b, ToolUse)]
             if completed.stop_reason == "tool_use" and calls:
                 share = budget_share(result.model_calls, settings.max_iterations)
-                if share > pressure:
+                if share > pressure:  # a nudge inside the conversation (the next tool result), not a new message
                     pressure = share
-                    self._budget_note = budget_note(result.model_calls, settings.max_iterations, share)
+                    turn_input.add(BudgetPressure(result.model_calls, settings.max_iterations, share))
                 await self._run_tools(calls)
                 if self._handover is not None:
                     await self._hand_over()
@@ -269,7 +256,7 @@ class AgentLoop:
         if steering is None or not steering.waiting:
             return
         for steer in steering.take():
-            row = await self._transcript.add_steer(steer)
+            row = await self._transcript.add_steer(steer, steer_blocks(steer))
             message_id = steer.client_message_id or prompt_message_id(row or 0)
             await self._sink.emit(UserText(message_id, steer.plain_text))
 
@@ -314,7 +301,7 @@ class AgentLoop:
                 elif isinstance(event, ServerToolUse):
                     await self._announce_server(event)
                 elif isinstance(event, ServerToolResult):
-                    await self._finish_server(event.block)
+                    await self._finish_server(event)
                 elif isinstance(event, Completed):
                     completed = event
                     if scrubber is not None and (rest := scrubber.flush()):
@@ -344,8 +331,8 @@ class AgentLoop:
             self._controls.spent(completed.usage)
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
         announced = {
-            b["id"]: AnnouncedCall(self._open[b["id"]].title, self._open[b["id"]].kind, self._open[b["id"]].locations)
-            for b in completed.content if b.get("type") == "tool_use"
+            b.id: AnnouncedCall(self._open[b.id].title, self._open[b.id].kind, self._open[b.id].locations)
+            for b in completed.content if isinstance(b, ToolUse)
         }
         if completed.stop_reason != "pause_turn":  # a paused message's web call goes on in the next one
             await self._close_server_calls("The model API did not finish this call.")
@@ -381,14 +368,14 @@ class AgentLoop:
         self._server_open[event.id] = _Call(call, shown.title, shown.kind)
         await self._sink.emit(ToolCallStarted(event.id, event.name, shown.title, shown.kind, event.input))
 
-    async def _finish_server(self, block: dict[str, Any]) -> None:
-        call_id = str(block.get("tool_use_id"))
+    async def _finish_server(self, block: ServerToolResult) -> None:
+        call_id = block.tool_use_id
         if call_id not in self._server_open:
             return  # a result for a call this turn never saw begin: nothing to close
         found = await anyio.to_thread.run_sync(outcome, block)  # scans a fetched page (a cancel meanwhile closes it)
         record = self._server_open.pop(call_id)
-        if found.threats:  # the API's block goes back as it came: the warning rides with the next tool result
-            self.result.unsent_warnings.append(model_warning(record.call.name, record.title, found.threats))
+        if found.threats and self._input is not None:  # the block goes back as it came: the warning rides
+            self._input.add(WebWarning(record.call.name, record.title, found.threats))  # with the next result
         await self._end_server_call(record, found.ok, found.text, found.raw_output)
 
     async def _end_server_call(self, record: _Call, ok: bool, text: str, raw_output: Any = None) -> None:
@@ -405,7 +392,7 @@ class AgentLoop:
             await self._end_server_call(record, False, reason)
 
     def _announced_every_call(self, completed: Completed) -> bool:
-        return all(b.get("id") in self._open for b in completed.content if b.get("type") == "tool_use")
+        return all(b.id in self._open for b in completed.content if isinstance(b, ToolUse))
 
     async def _end_early(self, message_id: str, text: list[str], thinking: list[str], problem: str) -> None:
         """A model message that could not be completed: keep what was shown (marked incomplete), close
@@ -421,7 +408,7 @@ class AgentLoop:
         shown = "".join(text)
         if not shown and not thinking:
             return
-        content = [{"type": "text", "text": shown}] if shown else []
+        content = [Text(shown)] if shown else []
         await self._transcript.add_assistant(
             content,
             message_id=message_id,
@@ -463,14 +450,8 @@ class AgentLoop:
             self._controls.tool_finished(call, result)
         log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",
                   (time.perf_counter() - began) * 1000)
-        text = result.text
-        if self._hints is not None and call.arguments:
-            text += self._hints.check_tool_call(call.name, call.arguments)
-        if self._pending_notes is not None:
-            text += self._pending_notes()
-        text += "".join(f"\n\n{warning}" for warning in self.result.unsent_warnings)
-        self.result.unsent_warnings.clear()
-        text, self._budget_note = text + self._budget_note, ""
+        text = result.text if self._input is None else self._input.with_result(call.name, call.arguments,
+                                                                                 result.text)
         if result.ends_turn is not None:
             self._handover = result.ends_turn
         display = result.display or (TextDisplay(result.text, ""),)
@@ -525,35 +506,5 @@ class AgentLoop:
                             reason, False, display, record.locations)  # replayed as it was shown
             )
         # The last assistant message and the results stored so far (a batch may be half done).
-        unanswered = {str(call.get("id")) for call in self._transcript.last_calls_left_open()}
+        unanswered = {call.id for call in self._transcript.last_calls_left_open()}
         await self._transcript.add_tool_results([o for o in outcomes if o.call_id in unanswered])
-
-
-async def run_beside_turn(call: ToolCall, title: str, kind: ToolKind, *, registry: ToolRegistry,
-                          sink: EventSink, make_context: ContextFactory, transcript: Transcript) -> ToolResult:
-    """One call the agent makes outside the model's history (a review's held proposal, the memory
-    flush before a compaction): shown like any call, stored for replay, never sent to the model."""
-    await sink.emit(ToolCallStarted(call.id, call.name, title, kind, call.arguments))
-    result = await registry.dispatch(call, make_context(call.id, title, sink))
-    display = result.display or (TextDisplay(result.text, ""),)
-    await sink.emit(ToolCallFinished(call.id, "completed" if result.ok else "failed", display))
-    await transcript.add_side_call(ToolOutcome(
-        call_id=call.id, name=call.name, title=title, kind=kind, raw_input=call.arguments, text=result.text,
-        ok=result.ok, display=display, locations=(),
-    ))
-    return result
-
-
-BUDGET_MARKS = (0.7, 0.9)  # shares of the turn's model calls at which the model is asked to wrap up
-
-
-def budget_share(used: int, limit: int) -> float:
-    """The highest mark ``used`` of ``limit`` model calls has reached (0 below the first)."""
-    return max((mark for mark in BUDGET_MARKS if used >= mark * limit), default=0.0)
-
-
-def budget_note(used: int, limit: int, share: float) -> str:
-    """A line for the next tool result: a nudge inside the conversation, not a new message."""
-    urgency = "Start wrapping up" if share < max(BUDGET_MARKS) else "Wrap up now"
-    return (f"\n\n[Turn budget: {used} of {limit} model calls used ({share:.0%}). {urgency}: finish the "
-            "current step, then report what is done and what is left.]")

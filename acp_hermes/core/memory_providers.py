@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import anyio
 
 from acp_hermes.core.events import CompactionStarting, SessionEnded, SessionEvent, TaskDelegated, TurnEnded
+from acp_hermes.model.provider import messages_to_wire
 from acp_hermes_memory.providers import (
     MemoryProvider,
     ProviderError,
@@ -275,13 +276,15 @@ class MemoryProviders:
         elif isinstance(event, MemoryWritten):
             self._background("on_memory_write",
                              lambda: provider.on_memory_write(event.action, event.target, event.content), session_id)
-        elif isinstance(event, CompactionStarting):
-            self._background("on_pre_compress", lambda: provider.on_pre_compress(event.messages), session_id)
+        elif isinstance(event, CompactionStarting):  # the messages in the form Hermes's hooks take: the API's
+            self._background("on_pre_compress", lambda: provider.on_pre_compress(messages_to_wire(event.messages)),
+                             session_id)
         elif isinstance(event, TaskDelegated):
             self._background("on_delegation", lambda: provider.on_delegation(
                 event.task, event.result, child_session_id=event.child_session_id), session_id)
         elif isinstance(event, SessionEnded):
-            self._background("on_session_end", lambda: provider.on_session_end(event.messages), session_id)
+            self._background("on_session_end", lambda: provider.on_session_end(messages_to_wire(event.messages)),
+                             session_id)
 
     def _background(self, what: str, call: Callable[[], Any], session_id: str = "") -> None:
         future = self._submit(what, call, session_id)

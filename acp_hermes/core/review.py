@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.transcript import ToolOutcome, Transcript
 from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.model.messages import Message, Text
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.text import one_line
 from acp_hermes_memory.values import value
@@ -117,7 +118,7 @@ class Proposal:
 class ReviewTarget:
     """What a review needs of its session (handed over by the session: no cycle)."""
 
-    messages: list[dict[str, Any]]  # a snapshot
+    messages: list[Message]  # a snapshot (messages are immutable)
     system_prompt: str
     settings: TurnSettings
     provider: Provider
@@ -136,6 +137,7 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bo
     import anyio
 
     from acp_hermes.core.loop import AgentLoop
+    from acp_hermes.core.turn_input import TurnInput, UserPrompt
     from acp_hermes.model.types import Usage
 
     author = "curator" if curate else "review"
@@ -162,8 +164,8 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bo
                      transcript=_Scratch(target.messages), system_prompt=target.system_prompt,
                      make_context=make_context, scope=scope)
     settings = replace(target.settings, max_iterations=MAX_REVIEW_CALLS, thinking_budget=None)
-    content: list[dict[str, Any]] = [{"type": "text", "text": instruction}]
-    result = await loop.run_turn(content, instruction, [TextPart(instruction)], settings)
+    prompt = UserPrompt((Text(instruction),), instruction, (TextPart(instruction),))
+    result = await loop.run_turn(TurnInput(prompt), settings)
     target.proposals.extend(gate.held_proposals(sink.started, sink.prefix, author))
     log.info("background %s ended (%s, %d model calls, %d held)", author, result.stop_reason, result.model_calls,
              len(gate.held))
@@ -201,7 +203,7 @@ def curation_list(store: SkillStore) -> str:
 class _Scratch(Transcript):
     """The review's own conversation: kept in memory only (the session's history is untouched)."""
 
-    def __init__(self, messages: list[dict[str, Any]]) -> None:
+    def __init__(self, messages: list[Message]) -> None:
         self.session_id = "review"
         self.messages = list(messages)
         self.client_message_id = None
@@ -264,7 +266,7 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
                           transcript: Transcript,
                           make_context: Callable[[str, str, ToolEventSink], ToolContext]) -> None:
     """Put each held proposal to the user (the real gate asks with the diff); apply what is allowed."""
-    from acp_hermes.core.loop import run_beside_turn
+    from acp_hermes.core.side_calls import run_beside_turn
     from acp_hermes_tools.registry import ToolCall
 
     while proposals:

@@ -21,7 +21,8 @@ from acp_hermes.core.transcript import is_steer, prompt_message_id
 from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
-    from acp_hermes.core.session import Session
+    from acp_hermes.core.services import SessionServices
+    from acp_hermes.core.state import SessionState
     from acp_hermes_memory.session_db import MessageRecord
 
 RewindMode = Literal["files", "conversation", "both"]
@@ -52,10 +53,10 @@ def fingerprint(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-async def rewind_points(session: Session) -> list[RewindPoint]:
-    rows = await anyio.to_thread.run_sync(session.db.conversation, session.id)
-    entries = [entry for entry in await session.checkpoints.entries() if entry.prompt_row is not None]
-    current = session.transcript.session_id
+async def rewind_points(state: SessionState, services: SessionServices) -> list[RewindPoint]:
+    rows = await anyio.to_thread.run_sync(services.db.conversation, state.id)
+    entries = [entry for entry in await services.checkpoints.entries() if entry.prompt_row is not None]
+    current = state.transcript.session_id
     points: list[RewindPoint] = []
     seen: dict[str, int] = {}
     for row in _prompts(rows):
@@ -71,34 +72,34 @@ async def rewind_points(session: Session) -> list[RewindPoint]:
     return points
 
 
-async def rewind(session: Session, message_id: str | None, *, fingerprint_text: str | None = None,
-                 occurrence: int = 1, mode: RewindMode = "conversation", dry_run: bool = False,
-                 include_edited: bool = False) -> RewindOutcome:
+async def rewind(state: SessionState, services: SessionServices, message_id: str | None, *,
+                 fingerprint_text: str | None = None, occurrence: int = 1, mode: RewindMode = "conversation",
+                 dry_run: bool = False, include_edited: bool = False) -> RewindOutcome:
     """Go back to just before the prompt named ``message_id`` (or by its fingerprint and occurrence)."""
-    points = await rewind_points(session)
+    points = await rewind_points(state, services)
     point = next((p for p in points if message_id is not None and p.message_id == message_id), None)
     if point is None and fingerprint_text is not None:
         matching = [p for p in points if p.fingerprint == fingerprint_text]
         point = matching[occurrence - 1] if 0 < occurrence <= len(matching) else None
     if point is None:
-        raise InvalidInput(f"message {message_id!r} is not a prompt of session {session.id}; "
+        raise InvalidInput(f"message {message_id!r} is not a prompt of session {state.id}; "
                            "`_session/rewind_points` lists them")
     if mode in ("conversation", "both") and not point.conversation:
         return RewindOutcome(False, "compacted: the conversation was summarised after that message, so it "
                                     "cannot go back there (the files still can: mode \"files\")")
     files = None
     if mode in ("files", "both") and point.checkpoint is not None:
-        files = await rollback(session, point.checkpoint, include_edited=include_edited, requested=True,
+        files = await rollback(state, services, point.checkpoint, include_edited=include_edited, requested=True,
                                dry_run=dry_run)
         if files.refused:
             return RewindOutcome(False, files.message, files)
     dropped = None
     if mode in ("conversation", "both"):
         if dry_run:
-            rows = await anyio.to_thread.run_sync(session.db.messages, session.transcript.session_id)
+            rows = await anyio.to_thread.run_sync(services.db.messages, state.transcript.session_id)
             dropped = sum(1 for row in rows if row.id >= point.prompt_row)
         else:
-            dropped = await session.rewind_conversation(point.prompt_row)
+            dropped = await state.rewind_conversation(services.db, point.prompt_row)
     return RewindOutcome(not dry_run, None, files, dropped)
 
 

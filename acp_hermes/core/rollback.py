@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_hermes.core import skill_rollback
-from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
+from acp_hermes.core.side_calls import SideCall
+from acp_hermes.core.turn_input import FilesRolledBack
 from acp_hermes_memory.text import counted, looks_binary
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, PermissionDenied, TextDisplay
 
 if TYPE_CHECKING:
-    from acp_hermes.core.checkpoints import Checkpoint
-    from acp_hermes.core.session import Session
+    from acp_hermes.core.checkpoints import Checkpoint, SessionCheckpoints
+    from acp_hermes.core.services import SessionServices
+    from acp_hermes.core.state import SessionState
     from acp_hermes_tools.checkpoints import CheckpointStore, FileState
 
 SHOWN_BYTES = 256 * 1024  # a file bigger than this is named in the preview, not diffed
@@ -60,10 +62,10 @@ class RollbackResult:
     refused: bool = False  # it could not be done (no such checkpoint, store off, the user said no)
 
 
-async def list_text(session: Session) -> str:
+async def list_text(services: SessionServices) -> str:
     """``/rollback`` without an argument: the session's checkpoints, each with the files a rollback to
     it would put back (those the agent changed since that are not as they were then)."""
-    checkpoints = session.checkpoints
+    checkpoints = services.checkpoints
     if not checkpoints.enabled:
         return "Checkpoints are off for this session (`checkpoints.enabled` in config.yaml, or the store failed)."
     entries = await checkpoints.entries()
@@ -77,7 +79,7 @@ async def list_text(session: Session) -> str:
     for entry in entries:
         then = await anyio.to_thread.run_sync(store.states, entry.commit, changes[entry.number])
         differ = [path for path in changes[entry.number] if then[path] != now[path]]
-        differ += sorted({f"skill {p.restore.skill}" for p in await skill_rollback.plan(session, entry)})
+        differ += sorted({f"skill {p.restore.skill}" for p in await skill_rollback.plan(services.tools, entry)})
         what = ", ".join(f"`{path}`" for path in differ[:6]) + (f" and {len(differ) - 6} more"
                                                               if len(differ) > 6 else "")
         label = "before a rollback" if entry.kind == "restore" else f"“{entry.prompt}”"
@@ -86,17 +88,18 @@ async def list_text(session: Session) -> str:
     return "\n".join(lines)
 
 
-async def rollback(session: Session, number: int, *, path: str | None = None, include_edited: bool = False,
-                   conversation: bool = False, requested: bool = False, dry_run: bool = False) -> RollbackResult:
+async def rollback(state: SessionState, services: SessionServices, number: int, *, path: str | None = None,
+                   include_edited: bool = False, conversation: bool = False, requested: bool = False,
+                   dry_run: bool = False) -> RollbackResult:
     """Put back what the agent changed since checkpoint ``number`` (only ``path`` when given).
 
     ``conversation``: also rewind the conversation to before that checkpoint's turn. ``requested``: the
     client asked for exactly this (the rewind extension), so the mode decides without a question.
     """
-    checkpoints = session.checkpoints
-    only = None if path is None else _relative(session.cwd, path)
+    checkpoints = services.checkpoints
+    only = None if path is None else _relative(state.cwd, path)
     if only == "":
-        return RollbackResult(False, f"`{path}` is not a file in the workspace {session.cwd}: checkpoints keep only "
+        return RollbackResult(False, f"`{path}` is not a file in the workspace {state.cwd}: checkpoints keep only "
                               "the workspace's files, so nothing was restored.", refused=True)
     entry = await checkpoints.get(number)
     store = await checkpoints.store()
@@ -108,12 +111,12 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
     if before is None:
         return RollbackResult(False, "Could not take a checkpoint of the workspace first, so nothing was restored.",
                               refused=True)
-    files = await _plan(session, store, entry, before, only)
+    files = await _plan(checkpoints, store, entry, before, only)
     chosen = [f for f in files if include_edited or path is not None or not f.edited]
-    skills = await skill_rollback.plan(session, entry) if only is None else []
+    skills = await skill_rollback.plan(services.tools, entry) if only is None else []
     skills_chosen = [s for s in skills if include_edited or not s.edited]
     skipped = (*(f.path for f in files if f not in chosen), *(s.label for s in skills if s not in skills_chosen))
-    can_rewind = entry.prompt_row is not None and await session.can_rewind_to(entry.prompt_row)
+    can_rewind = entry.prompt_row is not None and await state.can_rewind_to(services.db, entry.prompt_row)
     rewind = conversation and can_rewind
     if dry_run or not (files or skills) or not (chosen or skills_chosen or rewind):
         await checkpoints.abandon()
@@ -125,49 +128,48 @@ async def rollback(session: Session, number: int, *, path: str | None = None, in
         else:
             message = f"Nothing to restore: what the agent changed since checkpoint {number} is as it was then."
         return RollbackResult(False, message, tuple(f.path for f in chosen), skipped)
-    call_id = f"rollback-{uuid.uuid4()}"
     title = f"Roll back to checkpoint {number} ({_when(entry.created_at)})"
-    root = session.cwd
+    root = state.cwd
     command = f"/rollback {number}" + (f" {path}" if path is not None else "")
     preview = await anyio.to_thread.run_sync(_preview, store, root, chosen)
-    display = (*preview, *skill_rollback.preview(skills_chosen),
-               *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
-                       skills_left=tuple(s.label for s in skills if s not in skills_chosen)))
+    left = tuple(s.label for s in skills if s not in skills_chosen)
+    shown = (*preview, *skill_rollback.preview(skills_chosen))
+    display = (*shown, *_notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=before.number,
+                               skills_left=left))
     locations = (*(Location(str(root / f.path)) for f in chosen), *(Location(str(s.path)) for s in skills_chosen))
-    await session.emit(ToolCallStarted(call_id, "rollback", title, "edit", {"checkpoint": number, "path": path},
-                                       locations))
-    ctx = session.tool_context(call_id, title)
-    try:
-        await ctx.authorize_restore([*(FileChange(root / f.path, None, None) for f in chosen),
-                                     *(FileChange(s.path, None, None) for s in skills_chosen)],
-                                    _allow_label(len(chosen), rewind, len(skills_chosen)), display,
-                                    requested=requested)
-    except PermissionDenied as refused:
-        await checkpoints.abandon()
-        await session.emit(ToolCallFinished(call_id, "failed", (*display, TextDisplay(refused.shown))))
-        return RollbackResult(False, refused.shown, refused=True)
-    from acp_hermes_memory.skills import SkillError
-    from acp_hermes_tools.checkpoints import CheckpointError
+    async with SideCall(services.sink, services.tool_context, f"rollback-{uuid.uuid4()}", "rollback", title, "edit",
+                        {"checkpoint": number, "path": path}, locations) as card:
+        try:
+            await card.ctx.authorize_restore([*(FileChange(root / f.path, None, None) for f in chosen),
+                                              *(FileChange(s.path, None, None) for s in skills_chosen)],
+                                             _allow_label(len(chosen), rewind, len(skills_chosen)), display,
+                                             requested=requested)
+        except PermissionDenied as refused:
+            await checkpoints.abandon()
+            kept = _notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=None, skills_left=left)
+            await card.finish(False, (*shown, *kept, TextDisplay(refused.shown)))
+            return RollbackResult(False, refused.shown, refused=True)
+        from acp_hermes_memory.skills import SkillError
+        from acp_hermes_tools.checkpoints import CheckpointError
 
-    try:
-        report = await ctx.restore_files([root / f.path for f in chosen],
-                                         lambda: store.restore({f.path: f.target for f in chosen}))
-        restored_skills = await skill_rollback.put_back(ctx, session, skills_chosen, number)
-    except (CheckpointError, SkillError, OSError) as failure:  # each file is before or after, said so
-        await checkpoints.end()
-        await session.emit(ToolCallFinished(call_id, "failed", display))
-        return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
-                              "`/rollback` lists the checkpoints.", refused=True)
-    after = await checkpoints.end()
-    rewound = None
-    if rewind and entry.prompt_row is not None:
-        rewound = await session.rewind_conversation(entry.prompt_row)
-    failed = tuple(failure[0] for failure in report.failed)
-    restored = tuple(p for p in (*report.written, *report.deleted))
-    done_nothing = failed and not restored and not restored_skills and rewound is None
-    await session.emit(ToolCallFinished(call_id, "failed" if done_nothing else "completed", display))
+        try:
+            report = await card.ctx.restore_files([root / f.path for f in chosen],
+                                                  lambda: store.restore({f.path: f.target for f in chosen}))
+            restored_skills = await skill_rollback.put_back(card.ctx, skills_chosen, number)
+        except (CheckpointError, SkillError, OSError) as failure:  # each file is before or after, said so
+            await checkpoints.end()
+            await card.finish(False, display)
+            return RollbackResult(False, f"The restore failed: {failure}. Files it did not reach are unchanged; "
+                                  "`/rollback` lists the checkpoints.", refused=True)
+        after = await checkpoints.end()
+        rewound = None
+        if rewind and entry.prompt_row is not None:
+            rewound = await state.rewind_conversation(services.db, entry.prompt_row)
+        failed = tuple(failure[0] for failure in report.failed)
+        restored = tuple(p for p in (*report.written, *report.deleted))
+        await card.finish(not (failed and not restored and not restored_skills and rewound is None), display)
     skill_names = tuple(f"skill {name}" for name in restored_skills)
-    session.note_for_model(_model_note(number, (*restored, *skill_names), rewound is not None))
+    state.notes.append(FilesRolledBack(number, (*restored, *skill_names), rewound is not None))  # the next prompt
     summary = _summary(number, report.written, report.deleted, skipped, failed, rewound, after)
     if restored_skills:
         summary = "\n".join([f"Restored {counted(len(restored_skills), 'skill')} to checkpoint {number}: "
@@ -189,9 +191,10 @@ def _what(files: int, skills: int) -> str:
 
 
 def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewind: bool, can_rewind: bool,
-           undo: int, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
+           undo: int | None, skills_left: tuple[str, ...] = ()) -> tuple[Display, ...]:
     """The question's text beyond the diffs: what stays as it is and the flag that would include it,
-    what the answer includes that the agent did not write last, and how to undo the restore."""
+    what the answer includes that the agent did not write last, and how to undo the restore (``undo``
+    None: a declined restore, whose checkpoint is dropped, so there is nothing to undo)."""
     lines = []
     left = [f.path for f in files if f not in chosen] + list(skills_left)
     if left:
@@ -207,17 +210,18 @@ def _notes(command: str, files: list[FilePlan], chosen: list[FilePlan], *, rewin
     elif can_rewind:
         lines.append(f"The conversation stays as it is: `{command} --conversation` also rewinds it to just before "
                      "that checkpoint's turn.")
-    lines.append(f"The files as they are now are kept as checkpoint {undo}: `/rollback {undo}` undoes this.")
-    return (TextDisplay("\n".join(lines)),)
+    if undo is not None:
+        lines.append(f"The files as they are now are kept as checkpoint {undo}: `/rollback {undo}` undoes this.")
+    return (TextDisplay("\n".join(lines)),) if lines else ()
 
 
 def _pronoun(paths: tuple[str, ...] | list[str]) -> str:
     return "it" if len(paths) == 1 else "them"
 
 
-async def _plan(session: Session, store: CheckpointStore, entry: Checkpoint, before: Checkpoint,
+async def _plan(checkpoints: SessionCheckpoints, store: CheckpointStore, entry: Checkpoint, before: Checkpoint,
                 only: str | None) -> list[FilePlan]:
-    agent = await session.checkpoints.agent_changes(entry.number, now=before.commit)
+    agent = await checkpoints.agent_changes(entry.number, now=before.commit)
     paths = sorted(agent) if only is None else [only]
     target = await anyio.to_thread.run_sync(store.states, entry.commit, paths)
     current = await anyio.to_thread.run_sync(store.states, before.commit, paths)
@@ -285,14 +289,6 @@ def _summary(number: int, written: tuple[str, ...], deleted: tuple[str, ...], sk
     if after is not None:
         lines.append(f"`/rollback {after.number}` undoes this rollback.")
     return "\n".join(lines)
-
-
-def _model_note(number: int, restored: tuple[str, ...], rewound: bool) -> str:
-    if not restored:
-        return f"[The user rewound the conversation to checkpoint {number}; the files were not changed.]"
-    what = "the conversation and " if rewound else ""
-    return (f"[The user rolled back {what}these files to checkpoint {number}; they are no longer as you left them: "
-            f"{', '.join(restored[:20])}{' …' if len(restored) > 20 else ''}. Read them again before editing.]")
 
 
 def _names(paths: tuple[str, ...]) -> str:

@@ -12,9 +12,11 @@ A child session (a future subagent) is made by the same call as the client's ses
     child = await manager.create(parent.cwd, parent.additional_directories, parent_id=parent.id,
                                  links=SessionLinks(sink=child_sink, asker=..., editor=parent.editor))
 
-It gets its own id, its parent's id (on ``Session.parent_id`` and the stored row's
+It gets its own id, its parent's id (on ``SessionState.parent_id`` and the stored row's
 ``parent_session_id``) and its own event sink; ``links`` replaces the client's wiring for it, so
-the client is not told it opened (``SessionWiring.opened`` is not called).
+the client is not told it opened (``SessionWiring.opened`` is not called). A delegated task's child
+is made by ``create_child`` and ended by ``end_child``: the manager is the one keeper of which
+children a session has running (``children_of``), so its cancel and mode reach them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionN
 from acp_hermes.core.events import EventSink
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
+from acp_hermes.core.state import SessionState
 from acp_hermes.core.transcript import (
     Transcript,
     announced_calls,
@@ -145,6 +148,7 @@ class SessionManager:
         self._wiring = wiring
         self._spawn = spawn
         self._live: dict[str, Session] = {}
+        self._children: dict[str, dict[str, Session]] = {}  # each parent's running children (delegate_task)
         self._opening: dict[str, _Opening] = {}
         self._failed: dict[str, str] = {}  # sessions create_soon answered for, but could not make
         self._closing = False  # the client is gone: sessions still being built are closed when ready
@@ -170,7 +174,7 @@ class SessionManager:
         session is refused, saying ``instead`` what to do; its parent drives it."""
         session = await self.get(session_id)
         if session.subagent is not None:
-            raise not_for_a_subagent(session.id, session.parent_id, instead)
+            raise not_for_a_subagent(session.id, session.state.parent_id, instead)
         return session
 
     # -- making sessions
@@ -273,7 +277,7 @@ class SessionManager:
             await opening.wait()
         live = self._live.get(session_id)
         if live is not None and live.subagent is not None:  # opened here, it would be driven twice
-            raise not_for_a_subagent(session_id, live.parent_id, OPEN_THE_PARENT)
+            raise not_for_a_subagent(session_id, live.state.parent_id, OPEN_THE_PARENT)
         if live is not None:
             rows: Sequence[MessageRecord] = ()
             if show is not None:
@@ -297,7 +301,7 @@ class SessionManager:
 
     def _read_stored(self, session_id: str, cwd: Path, extra: tuple[Path, ...] = ()) -> _Stored:
         """A stored session's record and rows, its cwd updated, its workspace's trust (blocking). Its
-        system prompt is kept as stored, whatever the workspace's standing now (``/trust`` rebuilds it)."""
+        system prompt is kept as stored, whatever the workspace's standing now (a decision rebuilds it)."""
         db = self.runtime.db
         record = db.get_session(session_id)
         if record is None:
@@ -323,7 +327,7 @@ class SessionManager:
         """A new session holding a copy of ``source_id``'s conversation as it is now."""
         source = self._live.get(source_id)
         if source is not None and source.subagent is not None:
-            raise not_for_a_subagent(source_id, source.parent_id, FORK_THE_PARENT)
+            raise not_for_a_subagent(source_id, source.state.parent_id, FORK_THE_PARENT)
         choices = None if source is None else (source.choices.mode.value, source.choices.model,
                                                source.choices.as_config())
         new_id = str(uuid.uuid4())
@@ -401,8 +405,10 @@ class SessionManager:
                choices: SessionChoices | None = None) -> Session:
         """The live session for a stored one, complete (on the event loop: it may start work there);
         ``choices``: a new session's, as its creator was answered (else read from the stored row)."""
-        record = stored.record
-        settings = self.runtime.settings
+        from acp_hermes.core.services import build_services
+
+        record, trust = stored.record, stored.trust
+        settings = trust.settings
         config = record.model_config or {}
         choices = choices or allowed_choices(self.runtime, SessionChoices(
             mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
@@ -411,31 +417,21 @@ class SessionManager:
             budget=stored_budget(config),
         ))
         session_id = record.id
-        trust = stored.trust
-        session = Session(
-            session_id=session_id,
-            cwd=cwd,
-            additional_directories=extra,
-            choices=choices,
-            system_prompt=stored.system_prompt,
-            transcript=stored.transcript,
-            runtime=self.runtime,
-            editor=links.editor if links is not None else self._wiring.editor_for(session_id),
+        state = SessionState(session_id=session_id, cwd=cwd, additional_directories=extra, choices=choices,
+                             system_prompt=stored.system_prompt, transcript=stored.transcript, title=record.title,
+                             parent_id=parent_id, subagent=subagent, context=stored.context,
+                             stored_tool_results=stored.tool_results)
+        services = build_services(
+            self.runtime, state,
             sink=links.sink if links is not None else self._wiring.sink_for(session_id),
             asker=links.asker if links is not None else self._wiring.asker_for(session_id),
-            spawn=self._spawn,
-            on_first_exchange=self._name,
-            rebuild_prompt=lambda: self.system_prompt(session_id, cwd, extra, subagent, trust),
-            children=self,
-            title=record.title,
-            parent_id=parent_id,
-            subagent=subagent,
-            stored_tool_results=stored.tool_results,
-            context=stored.context,
+            editor=links.editor if links is not None else self._wiring.editor_for(session_id),
+            spawn=self._spawn, children=self, on_first_exchange=lambda: self._name(session_id),
+            rebuild_prompt=lambda: self.system_prompt(session_id, cwd, extra, subagent, trust), trust=trust,
             checkpoints=links.checkpoints if links is not None else None,
             budget=links.budget if links is not None else None,
-            trust=trust,
         )
+        session = Session(state, services)
         self._live[session_id] = session
         return session
 
@@ -447,43 +443,60 @@ class SessionManager:
         if links is None:  # a child has no MCP servers of its own, and its client was told of it by its parent
             notice, session.choices.start_notice = session.choices.start_notice, ""
             if notice:  # it did not start in bypass: said once, after a load's replay
-                session.tell(notice)
-            for notice in session.trust.notices():  # what of a trusted workspace's settings was left out
-                session.tell(notice)
-            session.connect_mcp(mcp_servers)
+                session.services.notify(notice)
+            for notice in session.services.trust.notices():  # what of a trusted workspace's settings was left out
+                session.services.notify(notice)
+            session.services.connect_mcp(session.state.cwd, mcp_servers)
             self._wiring.opened(session)
             from acp_hermes.core.skill_upkeep import after_open
 
             self._spawn(after_open(session, self.runtime.paths.skills_upkeep))
 
-    def _name(self, session: Session) -> None:
+    def _name(self, session_id: str) -> None:
+        """Name a session after its first exchange, in the background."""
         from acp_hermes.core.titles import name_session
 
-        self._spawn(name_session(session))
+        session = self._live.get(session_id)
+        if session is not None:
+            self._spawn(name_session(session.state, session.services, session.wait_until_idle))
 
     # -- children (core.delegation)
 
     async def create_child(self, parent: Session, child_id: str, spec: SubagentSpec, sink: EventSink,
                            asker: Asker) -> Session:
-        """A delegated task's session: in its parent's workspace, with its parent's mode, model and
-        thinking, its own sink and the given asker, doing its I/O through its parent's editor."""
-        choices = allowed_choices(self.runtime, SessionChoices(mode=parent.choices.mode, model=parent.choices.model,
-                                                               thought_level=parent.choices.thought_level))
-        return await self.create(parent.cwd, parent.additional_directories, session_id=child_id,
-                                 parent_id=parent.id, links=SessionLinks(sink=sink, asker=asker, editor=parent.editor,
-                                                                 checkpoints=parent.checkpoints, budget=parent.budget),
-                                 choices=choices, subagent=spec, trust=parent.trust)
+        """A delegated task's session, one of ``parent``'s running children from now on: in its parent's
+        workspace, with its parent's mode, model and thinking, its own sink and the given asker, doing
+        its I/O through its parent's editor, its changes in its parent's checkpoint, its spend in its
+        parent's budget."""
+        state, services = parent.state, parent.services
+        choices = allowed_choices(self.runtime, SessionChoices(mode=state.choices.mode, model=state.choices.model,
+                                                               thought_level=state.choices.thought_level))
+        links = SessionLinks(sink=sink, asker=asker, editor=services.editor, checkpoints=services.checkpoints,
+                             budget=services.budget)
+        child = await self.create(state.cwd, state.additional_directories, session_id=child_id, parent_id=parent.id,
+                                  links=links, choices=choices, subagent=spec, trust=services.trust)
+        self._children.setdefault(parent.id, {})[child_id] = child  # from here on, the parent's cancel reaches it
+        return child
 
-    def delegate_tool(self, parent: Session) -> Tool:
+    def children_of(self, parent_id: str) -> Sequence[Session]:
+        return list(self._children.get(parent_id, {}).values())
+
+    def delegate_tool(self, parent_id: str) -> Tool:
         from acp_hermes.core.delegation import delegate_tool
 
-        return delegate_tool(parent)
+        return delegate_tool(lambda: self._live.get(parent_id), self)
 
     async def end_child(self, child_id: str) -> None:
         """A child's task is over: it stops (its background jobs too) and is forgotten; it stays stored."""
         child = self._live.pop(child_id, None)
-        if child is not None:
-            child.close()
+        if child is None:
+            return
+        parent_id = child.state.parent_id or ""
+        running = self._children.get(parent_id, {})
+        running.pop(child_id, None)
+        if not running:
+            self._children.pop(parent_id, None)
+        child.close()
 
     def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...],
                       subagent: SubagentSpec | None = None, trust: WorkspaceTrust | None = None) -> str:
@@ -497,7 +510,8 @@ class SessionManager:
         from acp_hermes.core.trust import open_trust
 
         trust = trust or open_trust(self.runtime, cwd, extra)
-        trust.prompt_trusted = trust.trusted
+        if subagent is None:
+            trust.prompt_trusted = trust.trusted
         settings = trust.settings
         memory_block = ""
         if subagent is None:
@@ -531,7 +545,7 @@ class SessionManager:
             await opening.wait()
         live = self._live.get(session_id)
         if live is not None and live.subagent is not None:  # it ends with its task; session/cancel stops it
-            raise not_for_a_subagent(session_id, live.parent_id, CLOSE_THE_PARENT)
+            raise not_for_a_subagent(session_id, live.state.parent_id, CLOSE_THE_PARENT)
         session = self._live.pop(session_id, None)
         if session is None:
             record = await anyio.to_thread.run_sync(self.runtime.db.get_session, session_id)
@@ -549,7 +563,7 @@ class SessionManager:
             await opening.wait()
         live = self._live.get(session_id)
         if live is not None and live.subagent is not None:
-            raise not_for_a_subagent(session_id, live.parent_id, DELETE_THE_PARENT)
+            raise not_for_a_subagent(session_id, live.state.parent_id, DELETE_THE_PARENT)
         session = self._live.pop(session_id, None)
         if session is not None:
             session.close()

@@ -23,8 +23,7 @@ from acp_hermes_tools.contracts import DiffDisplay, Display
 
 if TYPE_CHECKING:
     from acp_hermes.core.checkpoints import Checkpoint
-    from acp_hermes.core.session import Session
-    from acp_hermes_tools.context import ToolContext
+    from acp_hermes_tools.context import ToolContext, ToolScope
 
 
 @value
@@ -41,12 +40,13 @@ class SkillFilePlan:
         return f"skill {self.restore.skill} ({self.restore.path})"
 
 
-async def plan(session: Session, checkpoint: Checkpoint) -> list[SkillFilePlan]:
-    """The skill files the agent changed since ``checkpoint`` that are not as they were then."""
-    store = session.tools.services.skills
+async def plan(tools: ToolScope, checkpoint: Checkpoint) -> list[SkillFilePlan]:
+    """The skill files the agent changed since ``checkpoint`` that are not as they were then (those
+    of the session ``tools`` serves)."""
+    store = tools.services.skills
     if store is None or store.history is None or checkpoint.skills_mark is None:
         return []
-    return await anyio.to_thread.run_sync(_plan, store, session.id, checkpoint.skills_mark)
+    return await anyio.to_thread.run_sync(_plan, store, tools.session_id, checkpoint.skills_mark)
 
 
 def _plan(store: SkillStore, session_id: str, mark: int) -> list[SkillFilePlan]:
@@ -76,13 +76,14 @@ def preview(plans: list[SkillFilePlan]) -> tuple[Display, ...]:
     return tuple(DiffDisplay(str(p.path), p.current, p.restore.text or "") for p in plans)
 
 
-async def put_back(ctx: ToolContext, session: Session, plans: list[SkillFilePlan], number: int) -> list[str]:
+async def put_back(ctx: ToolContext, plans: list[SkillFilePlan], number: int) -> list[str]:
     """Write ``plans`` through the store (the gate allowed them with the rollback); the skills restored."""
-    store = session.tools.services.skills
+    store = ctx.scope.services.skills
     if store is None or not plans:
         return []
     mover = store.with_author("user")
     restores = [p.restore for p in plans]
+    session_id = ctx.scope.session_id
     await ctx.restore_files([p.path for p in plans],
-                            lambda: mover.put_back(restores, session=session.id, note=f"/rollback {number}"))
+                            lambda: mover.put_back(restores, session=session_id, note=f"/rollback {number}"))
     return sorted({p.restore.skill for p in plans})

@@ -3,7 +3,7 @@ pass, archived skills offered back when a prompt matches them, and what ``/skill
 
 ``after_open`` runs beside a session that just opened (never in its way): the lifecycle
 (``memory.skills.lifecycle.run_daily``, at most once a day for a ``HERMES_HOME``) and, when that
-run was this process's and ``skills.curator`` is on, the curation pass (``Session.start_curation``).
+run was this process's and ``skills.curator`` is on, the curation pass (``core.turn.start_curation``).
 What moved is told once, in the chat of the session whose opening ran it; the next sessions' indexes
 show it (a stale skill marked, an archived one gone).
 
@@ -47,10 +47,10 @@ async def after_open(session: Session, state_file: Path) -> None:
     """The day's lifecycle run, if due, told in ``session``'s chat; then the curation pass if enabled."""
     from acp_hermes_memory.skills.lifecycle import run_daily
 
-    store = session.tools.services.skills
+    store = session.services.tools.services.skills
     if store is None or session.subagent is not None:
         return
-    settings = session.settings.skills
+    settings = session.services.settings.skills
     try:
         outcome = await anyio.to_thread.run_sync(run_daily, store, state_file, settings.stale_after_days,
                                                  settings.archive_after_days)
@@ -61,14 +61,16 @@ async def after_open(session: Session, state_file: Path) -> None:
         return
     notice = outcome.announcement(settings.stale_after_days, settings.archive_after_days)
     if notice:
-        session.tell(notice)
+        session.services.notify(notice)
     if settings.curator:
-        session.start_curation()
+        from acp_hermes.core.turn import start_curation
+
+        start_curation(session.state, session.services)
 
 
 async def offer_archived(session: Session, parts: Sequence[PromptPart]) -> None:
     """Tell the user of archived skills this prompt matches closely (each once a session)."""
-    store = session.tools.services.skills
+    store = session.services.tools.services.skills
     text = " ".join(part.text for part in parts if isinstance(part, TextPart))
     if store is None or not text.strip():
         return
@@ -79,9 +81,9 @@ async def offer_archived(session: Session, parts: Sequence[PromptPart]) -> None:
         return
     offered.update(skill.name for skill in fresh)
     names = ", ".join(f"`{skill.name}`" for skill in fresh)
-    session.tell(f"An archived skill may help here: {names} — `/skills restore {fresh[0].name}` brings it back."
-                 if len(fresh) == 1 else
-                 f"Archived skills may help here: {names} — `/skills restore NAME` brings one back.")
+    session.services.notify(
+        f"An archived skill may help here: {names} — `/skills restore {fresh[0].name}` brings it back."
+        if len(fresh) == 1 else f"Archived skills may help here: {names} — `/skills restore NAME` brings one back.")
 
 
 def archived_matches(store: SkillStore, text: str) -> list[ArchivedSkill]:

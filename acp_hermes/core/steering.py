@@ -11,19 +11,17 @@ taken by the running turn or handed back, never lost between the two.
 
 from __future__ import annotations
 
-from typing import Any
-
 from acp_hermes.core.user_prompt import PromptPart
+from acp_hermes.model.messages import Block
 from acp_hermes_memory.values import value
-
-STEER_NOTE = "[The user sent this while you were working; take it into account from here on:]"
 
 
 @value
 class Steer:
-    """One steer: the blocks the model reads, and the user's words as they are stored and shown."""
+    """One steer: the user's words as the model reads them (``core.attachments``; ``core.turn_input``
+    puts the line in front that says when they came), as plain text, and part by part."""
 
-    content: tuple[dict[str, Any], ...]
+    content: tuple[Block, ...]
     plain_text: str
     parts: tuple[PromptPart, ...]
     client_message_id: str | None = None

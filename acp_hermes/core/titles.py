@@ -7,6 +7,7 @@ session in the editor's history has a name.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,8 @@ from acp_hermes.core.events import TitleChanged
 from acp_hermes_memory.text import one_line
 
 if TYPE_CHECKING:
-    from acp_hermes.core.session import Session
+    from acp_hermes.core.services import SessionServices
+    from acp_hermes.core.state import SessionState
 
 log = logging.getLogger(__name__)
 
@@ -39,22 +41,23 @@ def clean_title(text: str) -> str:
     return title or "New session"
 
 
-async def name_session(session: Session) -> None:
-    """Give ``session`` a title (once) and tell the editor."""
-    if session.title:
+async def name_session(state: SessionState, services: SessionServices,
+                       wait_until_idle: Callable[[], Awaitable[None]]) -> None:
+    """Give the session a title (once) and tell the editor."""
+    if state.title:
         return
     # A title is cosmetic: let a prompt sent right after the first exchange have the machine first.
     await anyio.sleep(TITLE_DELAY_SECONDS)
-    await session.wait_until_idle()
-    db = session.db
-    rows = await anyio.to_thread.run_sync(db.messages, session.id)
+    await wait_until_idle()
+    db = services.db
+    rows = await anyio.to_thread.run_sync(db.messages, state.id)
     # Rows without a payload were only shown (slash commands and their replies): not the conversation.
     user_text = next((r.content for r in rows if r.role == "user" and r.payload), "")
     answer = next((r.content for r in rows if r.role == "assistant" and r.content and r.payload), "")
     title = fallback_title(user_text)
     with anyio.move_on_after(TITLE_TIMEOUT):
         try:
-            text = await session.auxiliary.complete(
+            text = await services.auxiliary.complete(
                 system=TITLE_SYSTEM,
                 prompt=f"Developer: {user_text[:2000]}\n\nAgent: {answer[:1000]}\n\nTitle:",
                 max_tokens=32,
@@ -63,19 +66,19 @@ async def name_session(session: Session) -> None:
                 title = clean_title(text)
         except Exception as exc:
             log.info("title generation failed (%s); using the first user line", exc)
-    if not session.title:  # the user may have named it (/title) meanwhile
-        await set_title(session, title)
+    if not state.title:  # the user may have named it (/title) meanwhile
+        await set_title(state, services, title)
 
 
-async def set_title(session: Session, title: str) -> None:
+async def set_title(state: SessionState, services: SessionServices, title: str) -> None:
     """Store ``title`` as the session's and tell the editor (nothing when the session is gone)."""
     from acp_hermes_memory.session_db import SessionNotFound
 
     try:
-        await anyio.to_thread.run_sync(lambda: session.db.update_session(session.id, title=title))
+        await anyio.to_thread.run_sync(lambda: services.db.update_session(state.id, title=title))
     except SessionNotFound:
-        log.info("session %s was deleted before it got its title", session.id)
+        log.info("session %s was deleted before it got its title", state.id)
         return
-    session.title = title
+    state.title = title
     updated = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
-    await session.emit(TitleChanged(title, updated))
+    await services.emit(TitleChanged(title, updated))

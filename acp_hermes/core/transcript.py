@@ -17,6 +17,7 @@ import anyio
 
 from acp_hermes.core.history import INTERRUPTED, unanswered_calls
 from acp_hermes.core.user_prompt import PromptPart, TextPart, from_record, to_record
+from acp_hermes.model.messages import Block, Message, ToolResult, ToolUse
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import DiffDisplay, Display, Location, PlanEntry, TerminalDisplay, TextDisplay
 
@@ -44,11 +45,8 @@ class ToolOutcome:
     plan: tuple[PlanEntry, ...] | None = None
     raw_output: Any = None
 
-    def result_block(self) -> dict[str, Any]:
-        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": self.call_id, "content": self.text}
-        if not self.ok:
-            block["is_error"] = True
-        return block
+    def result_block(self) -> ToolResult:
+        return ToolResult(self.call_id, self.text, is_error=not self.ok)
 
     def display_record(self) -> dict[str, Any]:
         # A client terminal is gone after the turn: replay its output as text instead.
@@ -91,7 +89,8 @@ def _locations(records: Any) -> tuple[Location, ...]:
 
 
 class Transcript:
-    """History in Anthropic message format, mirrored row by row into the SessionDB.
+    """History as typed messages, mirrored row by row into the SessionDB (each row's payload in the
+    Messages API's form: ``model.provider`` converts).
 
     Another process may hold the same conversation (an editor window of its own on the session) and
     store messages in it or compact it. ``synced_to`` and ``own_rows`` tell those apart from this
@@ -99,11 +98,11 @@ class Transcript:
     stored itself; any other row after ``synced_to`` was stored elsewhere (``in_step``).
     """
 
-    def __init__(self, session_id: str, db: SessionDB, messages: list[dict[str, Any]] | None = None, *,
+    def __init__(self, session_id: str, db: SessionDB, messages: list[Message] | None = None, *,
                  synced_to: int = 0) -> None:
         self.session_id = session_id
         self._db = db
-        self.messages: list[dict[str, Any]] = messages if messages is not None else []
+        self.messages: list[Message] = messages if messages is not None else []
         self.synced_to = synced_to  # the newest row of its segment that ``messages`` was read from
         self.own_rows: set[int] = set()  # the rows it stored since (wherever they landed)
         # The client's own id for the prompt stored next (ACP ``messageId``), kept with it: rewind points name it.
@@ -161,28 +160,32 @@ class Transcript:
         the chat): replayed to the editor, never part of the model's history."""
         await self._append_row("assistant", text, display={"message_id": message_id})
 
-    async def add_user(self, content: list[dict[str, Any]], plain_text: str, prompt: Sequence[PromptPart]) -> None:
-        self.messages.append({"role": "user", "content": content})
-        await self._append_prompt(plain_text, prompt, payload=content)
+    async def add_user(self, content: Sequence[Block], plain_text: str, prompt: Sequence[PromptPart]) -> None:
+        from acp_hermes.model.provider import blocks_to_wire
 
-    async def add_steer(self, steer: Steer) -> int | None:
-        """Store what the user sent into the running turn, read by the model's next request: added to
-        the last message when that is the user's (the results of the calls that just ran), so roles
-        keep alternating and everything before it, the cached prefix, stays as it was. Its row."""
-        content = list(steer.content)
+        self.messages.append(Message("user", tuple(content)))
+        await self._append_prompt(plain_text, prompt, payload=blocks_to_wire(content))
+
+    async def add_steer(self, steer: Steer, content: tuple[Block, ...]) -> int | None:
+        """Store what the user sent into the running turn as the model reads it (``content``) at its next
+        request: added to the last message when that is the user's (the results of the calls that just
+        ran), so roles keep alternating and everything before it, the cached prefix, stays as it was.
+        Its row."""
+        from acp_hermes.model.provider import blocks_to_wire
+
         last = self.messages[-1] if self.messages else None
-        if last is not None and last["role"] == "user":
-            last["content"] = [*last["content"], *content]
+        if last is not None and last.role == "user":
+            self.messages[-1] = last.plus(content)
         else:
-            self.messages.append({"role": "user", "content": content})
+            self.messages.append(Message("user", content))
         display: dict[str, Any] = {"prompt": [to_record(p) for p in steer.parts], STEER_KEY: True}
         if steer.client_message_id:
             display["client_message_id"] = steer.client_message_id
-        return await self._append_row("user", steer.plain_text, payload=content, display=display)
+        return await self._append_row("user", steer.plain_text, payload=blocks_to_wire(content), display=display)
 
     async def add_assistant(
         self,
-        content: list[dict[str, Any]],
+        content: Sequence[Block],
         *,
         message_id: str,
         text: str,
@@ -196,13 +199,11 @@ class Transcript:
         """Store a model message; ``context_tokens`` is the context the request and its answer
         measured (what a reloaded session's gauge shows), ``announced`` how its calls were shown,
         ``server_calls`` the web calls the API made in it, as they were shown (replayed before its text)."""
-        tool_calls = [
-            {"id": b["id"], "name": b["name"], "arguments": b.get("input", {})}
-            for b in content
-            if b.get("type") == "tool_use"
-        ]
+        from acp_hermes.model.provider import blocks_to_wire
+
+        tool_calls = [{"id": b.id, "name": b.name, "arguments": b.input} for b in content if isinstance(b, ToolUse)]
         if content:
-            self.messages.append({"role": "assistant", "content": content})
+            self.messages.append(Message("assistant", tuple(content)))
         display: dict[str, Any] = {"message_id": message_id}
         if context_tokens:
             display["context_tokens"] = context_tokens
@@ -214,7 +215,7 @@ class Transcript:
         await self._append_row(
             "assistant",
             text,
-            payload=content,
+            payload=blocks_to_wire(content),
             display=display,
             tool_calls=tool_calls or None,
             reasoning=reasoning or None,
@@ -222,30 +223,32 @@ class Transcript:
             token_count=output_tokens,
         )
 
-    def last_calls_left_open(self) -> list[dict[str, Any]]:
+    def last_calls_left_open(self) -> list[ToolUse]:
         """The tool calls of the last assistant message that have no result yet (all of them, or
         the rest of a batch cut short), when nothing came after their results."""
         tail = self.messages[-2:]
-        if not tail or not (tail[-1]["role"] == "assistant" or _is_tool_results(tail[-1]["content"])):
+        if not tail or not (tail[-1].role == "assistant" or tail[-1].only_results()):
             return []
         return unanswered_calls(tail)
 
-    def close_interrupted(self, calls: Sequence[dict[str, Any]],
+    def close_interrupted(self, calls: Sequence[ToolUse],
                           announced: Mapping[str, AnnouncedCall] | None = None) -> None:
         """Give tool calls a process left without results an "interrupted" result, stored now
         (blocking: a restored session does it before anything else touches it). Each keeps the
         title, kind and locations it was ``announced`` with (its tool's name when unknown)."""
+        from acp_hermes.model.provider import block_to_wire
+
         shown = announced or {}
         outcomes = []
         for call in calls:
-            call_id, name = str(call.get("id")), str(call.get("name") or "tool")
+            call_id, name = call.id, call.name or "tool"
             seen = shown.get(call_id) or AnnouncedCall(name, "other")
             outcomes.append(ToolOutcome(
                 call_id=call_id,
                 name=name,
                 title=seen.title,
                 kind=seen.kind,
-                raw_input=call.get("input"),
+                raw_input=call.input,
                 text=INTERRUPTED,
                 ok=False,
                 display=(TextDisplay(INTERRUPTED),),
@@ -255,22 +258,24 @@ class Transcript:
         for outcome in outcomes:
             self.own_rows.add(self._db.append_message(
                 self.session_id, "tool", outcome.text, tool_call_id=outcome.call_id, tool_name=outcome.name,
-                payload=outcome.result_block(), display=outcome.display_record(),
+                payload=block_to_wire(outcome.result_block()), display=outcome.display_record(),
             ))
 
-    def _add_results(self, outcomes: Sequence[ToolOutcome]) -> list[dict[str, Any]]:
+    def _add_results(self, outcomes: Sequence[ToolOutcome]) -> list[ToolResult]:
         blocks = [outcome.result_block() for outcome in outcomes]
         last = self.messages[-1] if self.messages else None
-        if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
-            last["content"] = [*last["content"], *blocks]
+        if last is not None and last.role == "user" and last.only_results():
+            self.messages[-1] = last.plus(blocks)
         else:
-            self.messages.append({"role": "user", "content": blocks})
+            self.messages.append(Message("user", tuple(blocks)))
         return blocks
 
     async def add_tool_results(self, outcomes: Sequence[ToolOutcome]) -> None:
         """Store finished calls (in call order) and add their results to the history."""
         if not outcomes:
             return
+        from acp_hermes.model.provider import block_to_wire
+
         blocks = self._add_results(outcomes)
         for outcome, block in zip(outcomes, blocks, strict=True):
             await self._append_row(
@@ -278,7 +283,7 @@ class Transcript:
                 outcome.text,
                 tool_call_id=outcome.call_id,
                 tool_name=outcome.name,
-                payload=block,
+                payload=block_to_wire(block),
                 display=outcome.display_record(),
             )
 
@@ -292,27 +297,27 @@ def is_steer(row: MessageRecord) -> bool:
     return isinstance(row.display, dict) and bool(row.display.get(STEER_KEY))
 
 
-def _is_tool_results(content: Any) -> bool:
-    return isinstance(content, list) and bool(content) and all(b.get("type") == "tool_result" for b in content)
-
-
-def history_from_rows(rows: Sequence[MessageRecord]) -> list[dict[str, Any]]:
+def history_from_rows(rows: Sequence[MessageRecord]) -> list[Message]:
     """Rebuild the model's view of a stored conversation."""
-    messages: list[dict[str, Any]] = []
+    from acp_hermes.model.provider import blocks_from_wire
+
+    messages: list[Message] = []
     for row in rows:
         if row.role == "tool" and row.payload is None:
             continue  # a card of the agent's own (a compaction), not part of the model's history
         if row.role == "tool":
+            result = blocks_from_wire([row.payload])
             last = messages[-1] if messages else None
-            if last is not None and last["role"] == "user" and _is_tool_results(last["content"]):
-                last["content"].append(row.payload)
+            if last is not None and last.role == "user" and last.only_results():
+                messages[-1] = last.plus(result)
             else:
-                messages.append({"role": "user", "content": [row.payload]})
+                messages.append(Message("user", result))
         elif row.payload:  # without one, the row was only shown (a slash command and its reply)
-            if is_steer(row) and messages and messages[-1]["role"] == "user":
-                messages[-1]["content"].extend(row.payload)  # as it was sent (Transcript.add_steer)
+            blocks = blocks_from_wire(row.payload)
+            if is_steer(row) and messages and messages[-1].role == "user":
+                messages[-1] = messages[-1].plus(blocks)  # as it was sent (Transcript.add_steer)
             else:
-                messages.append({"role": row.role, "content": list(row.payload)})
+                messages.append(Message(row.role, blocks))
     return messages
 
 
@@ -345,17 +350,10 @@ def stored_conversation(db: SessionDB, root_id: str) -> StoredConversation | Non
         restored_context(system_prompt, rows, len(history), carried=current.id != root_id))
 
 
-def final_answer(messages: Sequence[dict[str, Any]]) -> str:
+def final_answer(messages: Sequence[Message]) -> str:
     """The text of the last assistant message that has any."""
     for message in reversed(messages):
-        if message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        else:
-            text = "".join(block.get("text", "") for block in content or () if block.get("type") == "text")
-        if text.strip():
+        if message.role == "assistant" and (text := message.text()).strip():
             return text
     return ""
 
@@ -499,7 +497,8 @@ def _estimated_context(system_prompt: str, rows: Sequence[MessageRecord], *, car
     if not carried:
         return characters // 4
     from acp_hermes.core.compression import estimate_tokens
+    from acp_hermes.model.provider import blocks_from_wire
 
-    kept = [{"role": row.role, "content": row.payload} for row in rows
+    kept = [Message(row.role, blocks_from_wire(row.payload)) for row in rows
             if isinstance(row.display, dict) and row.display.get("carried") and row.payload]
     return characters // 4 + estimate_tokens(kept)

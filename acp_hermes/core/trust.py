@@ -15,8 +15,11 @@ a prompt's first model request: once per session, in an undecided workspace that
 dialog, a form, or a permission request); in a trusted one it asks about each project MCP server not
 yet approved by its exact command (``tools.mcp.specs.fingerprint``). A decision made while the session
 runs (that answer, ``/trust``, ``/untrust``, the client's ``_trust/decision``) applies at once
-(``decide``): ``Session.reload_workspace`` builds its system prompt again — the one extra prompt-cache
+(``decide``): ``SessionServices.follow_trust`` builds its system prompt again — the one extra prompt-cache
 miss a session may have — and its skills, hints, settings and project MCP servers follow.
+
+Other features that load what a repository carries ask ``WorkspaceTrust.trusted`` (the session's
+``services.trust``) before they do, and name what they found in ``project_files.Gated``.
 """
 
 from __future__ import annotations
@@ -33,12 +36,14 @@ from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     from acp_hermes.config import ProjectSettings, Settings
-    from acp_hermes.core.choices import SessionChoices
     from acp_hermes.core.project_files import Gated, ProjectFiles
     from acp_hermes.core.runtime import Runtime
-    from acp_hermes.permissions.gate import PermissionGate, PermissionOption, PermissionQuestion
-    from acp_hermes_memory.trust_store import Repository
+    from acp_hermes.core.choices import SessionChoices
+    from acp_hermes.core.state import SessionState
+    from acp_hermes.permissions.gate import PermissionGate
     from acp_hermes_tools.mcp.servers import McpServers
+    from acp_hermes.permissions.gate import PermissionOption, PermissionQuestion
+    from acp_hermes_memory.trust_store import Repository
     from acp_hermes_tools.mcp.specs import McpServerSpec
 
 log = logging.getLogger(__name__)
@@ -79,25 +84,40 @@ class WorkspaceQuestion:
         return PermissionQuestion(self.call_id, self.title, "other", (TextDisplay(self.text),), self.options)
 
 
-class Session(Protocol):
-    """What of a session (``core.session.Session``) its workspace's trust reads and changes."""
+class Services(Protocol):
+    """What of a session's services (``core.services.SessionServices``) its workspace's trust reads and
+    changes (a protocol: the services hold the trust)."""
 
-    id: str
     trust: WorkspaceTrust
-    choices: SessionChoices
     gate: PermissionGate
     mcp: McpServers | None
 
     @property
     def settings(self) -> Settings: ...
 
-    def set_choice(self, option_id: str, value: str) -> None: ...
+    def notify(self, text: str) -> None: ...
 
-    def tell(self, text: str) -> None: ...
+    def add_mcp_servers(self, cwd: Path, specs: Sequence[McpServerSpec]) -> None: ...
 
-    def add_mcp_servers(self, specs: Sequence[McpServerSpec]) -> None: ...
+    async def follow_trust(self, state: SessionState) -> None: ...
 
-    async def reload_workspace(self) -> None: ...
+
+class Session(Protocol):
+    """What of a session (``core.session.Session``) its workspace's trust reads and changes."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def choices(self) -> SessionChoices: ...
+
+    @property
+    def state(self) -> SessionState: ...
+
+    @property
+    def services(self) -> Services: ...
+
+    def set_choice(self, option_id: str, value: Any) -> None: ...
 
 
 @runtime_checkable
@@ -263,7 +283,7 @@ def starting_settings(runtime: Runtime, workspace: Path) -> Settings:
 async def before_turn(session: Session) -> None:
     """Before a prompt's first model request: the trust question, once per session in an undecided
     workspace that carries something; then, in a trusted one, each project MCP server not yet approved."""
-    trust = session.trust
+    trust = session.services.trust
     if trust.settled:
         return
     async with trust.lock:
@@ -283,9 +303,10 @@ async def before_turn(session: Session) -> None:
 
 
 async def _ask_trust(session: Session, gated: Gated) -> None:
-    answer = await _put(session, trust_question(session.trust, gated))
+    answer = await _put(session, trust_question(session.services.trust, gated))
     if answer is None:  # the client shows its own trust dialog: its decision comes as _trust/decision
-        log.info("session %s: the client decides whether to trust %s", session.id, session.trust.repository.root)
+        where = session.services.trust.repository.root
+        log.info("session %s: the client decides whether to trust %s", session.id, where)
         return
     await decide(session, _ANSWERS.get(answer, "not_now"), approve=gated.mcp_servers)
 
@@ -317,7 +338,7 @@ async def _approve_servers(session: Session) -> None:
     """Ask about each project MCP server not approved yet (by its exact command), then start the approved."""
     from acp_hermes_tools.mcp.specs import fingerprint
 
-    trust = session.trust
+    trust = session.services.trust
     for spec in trust.pending(taken_names(session)):
         answer = await _put(session, server_question(trust, spec))
         key = fingerprint(spec)
@@ -327,7 +348,7 @@ async def _approve_servers(session: Session) -> None:
                 await anyio.to_thread.run_sync(trust.runtime.trust_store.approve_servers, trust.repository.root, [key])
         else:
             trust.declined.add(key)
-            session.tell(f"The MCP server `{spec.name}` of this workspace was not started.")
+            session.services.notify(f"The MCP server `{spec.name}` of this workspace was not started.")
     start_servers(session)
 
 
@@ -349,20 +370,20 @@ def server_question(trust: WorkspaceTrust, spec: McpServerSpec) -> WorkspaceQues
 
 def taken_names(session: Session) -> set[str]:
     """Server names the user's own config or editor already use (they win a name), and those running."""
-    taken = set(session.trust.runtime.settings.mcp_servers)
-    if session.mcp is not None:
-        taken.update(connection.name for connection in session.mcp.connections)
+    taken = set(session.services.trust.runtime.settings.mcp_servers)
+    if session.services.mcp is not None:
+        taken.update(connection.name for connection in session.services.mcp.connections)
     return taken
 
 
 def start_servers(session: Session) -> None:
-    session.add_mcp_servers(session.trust.startable(taken_names(session)))
+    session.services.add_mcp_servers(session.state.cwd, session.services.trust.startable(taken_names(session)))
 
 
 async def _put(session: Session, question: WorkspaceQuestion) -> str | None:
     from acp_hermes_tools.contracts import PermissionDenied
 
-    asker = session.gate.asker
+    asker = session.services.gate.asker
     try:
         if isinstance(asker, WorkspaceAsker):
             return await asker.ask_workspace(question)
@@ -378,7 +399,7 @@ async def _put(session: Session, question: WorkspaceQuestion) -> str | None:
 async def decide(session: Session, decision: Decision, *, approve: Sequence[McpServerSpec] = ()) -> None:
     """Carry out ``decision`` for the session's repository; it applies to the session at once. An explicit
     trust approves the project MCP servers ``approve`` names (the ones the user was shown)."""
-    trust = session.trust
+    trust = session.services.trust
     was = trust.trusted
     await anyio.to_thread.run_sync(record, trust, decision, approve)
     if trust.trusted != was:
@@ -411,15 +432,15 @@ async def apply(session: Session) -> None:
     """The session follows its workspace's new standing: settings read (or forgotten), its system prompt,
     skills, hints and MCP servers reloaded; a project's model and thinking level become the session's
     where the user has not chosen others."""
-    trust = session.trust
+    trust = session.services.trust
     await anyio.to_thread.run_sync(trust.read)
     trust.forget_started()
-    await session.reload_workspace()
+    await session.services.follow_trust(session.state)
     trust.settled = False  # servers added since the decision are asked about before the next turn
     if not trust.trusted:
         return
     for notice in trust.notices():
-        session.tell(notice)
+        session.services.notify(notice)
     _project_choices(session)
     start_servers(session)
 
@@ -428,7 +449,7 @@ def _project_choices(session: Session) -> None:
     from acp_hermes.core.choices import MODEL_OPTION, THOUGHT_OPTION
     from acp_hermes.core.errors import InvalidInput
 
-    user, merged = session.trust.runtime.settings, session.settings
+    user, merged = session.services.trust.runtime.settings, session.services.settings
     for option, current, mine, theirs in ((MODEL_OPTION, session.choices.model, user.model, merged.model),
                                           (THOUGHT_OPTION, session.choices.thought_level, user.thought_level,
                                            merged.thought_level)):

@@ -1,12 +1,12 @@
 """The web tools the model API runs itself: ``web_search`` and ``web_fetch`` (Anthropic server tools).
 
 Nothing here fetches anything: the API searches and fetches during the model's message and streams
-the calls and their results as content blocks (``server_tool_use``, ``web_search_tool_result``,
-``web_fetch_tool_result``). The session offers them as ``web:`` in the config says (search on,
-fetch off), the loop shows each as a tool call of kind ``search`` or ``fetch``, and the blocks go
-back into history exactly as they came (the API needs its encrypted results back unchanged). An
-endpoint that refuses them (an Anthropic-compatible API without server tools) turns them off for
-the session, once, with a notice, and the request goes again without them.
+the calls and their results as content blocks (``model.messages.ServerToolUse``, ``ServerToolResult``).
+The session offers them as ``web:`` in the config says (search on, fetch off), the loop shows each as a
+tool call of kind ``search`` or ``fetch``, and the blocks go back into history exactly as they came
+(the API needs its encrypted results back unchanged). An endpoint that refuses them (an
+Anthropic-compatible API without server tools) turns them off for the session, once, with a notice,
+and the request goes again without them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from acp_hermes.config import WebSettings
+from acp_hermes.model.messages import FetchedPage, ServerToolResult
 from acp_hermes_memory.text import markdown_line, one_line
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import ToolKind
@@ -91,33 +92,24 @@ class WebOutcome:
     threats: tuple[str, ...] = ()
 
 
-def outcome(block: dict[str, Any]) -> WebOutcome:
-    """What a ``web_search_tool_result`` or ``web_fetch_tool_result`` block found (blocking: it scans a
-    fetched page, so call it on a worker thread).
+def outcome(block: ServerToolResult) -> WebOutcome:
+    """What a web search or web fetch result found (blocking: it scans a fetched page, so call it on a
+    worker thread).
 
     The blocks go back to the API exactly as they came, so the model reads them as they are: a title or
     page carrying injection patterns is flagged here, on the card, and the loop warns the model."""
-    content = block.get("content")
-    if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
-        code = str(content.get("error_code") or "unknown")
-        return WebOutcome(False, f"The model API's {_tool_of(block)} failed: {code}.", {"error_code": code})
-    if block.get("type") == "web_search_tool_result":
-        found = [{"title": str(item.get("title") or item.get("url") or ""), "url": str(item.get("url") or "")}
-                 for item in content if isinstance(item, dict)] if isinstance(content, list) else []
+    if block.error_code is not None:
+        return WebOutcome(False, f"The model API's {_tool_of(block)} failed: {block.error_code}.",
+                          {"error_code": block.error_code})
+    if block.tool == "web_search":
+        found = [{"title": hit.title, "url": hit.url} for hit in block.hits]
         lines = [f"- {markdown_line(item['title'], 120)} — {_link(item['url'])}" for item in found]
         threats = _threats("\n".join(f"{item['title']}\n{item['url']}" for item in found))
         return _flagged(WebOutcome(True, "\n".join(lines) or "No results.", {"results": found}, threats))
-    page = content if isinstance(content, dict) else {}
-    url = str(page.get("url") or "")
-    document = page.get("content")
-    if not isinstance(document, dict):
-        document = {}
-    title = str(document.get("title") or url)
-    source = document.get("source")
-    text = source.get("data") if isinstance(source, dict) and source.get("type") == "text" else None
-    threats = _threats(f"{title}\n{url}\n{text if isinstance(text, str) else ''}")
-    shown = f"Fetched {markdown_line(title, 160)} — {_link(url)}"
-    return _flagged(WebOutcome(True, shown, {"url": url, "title": one_line(title, 160)}, threats))
+    page = block.page or FetchedPage("", "", None)
+    threats = _threats(f"{page.title}\n{page.url}\n{page.text or ''}")
+    shown = f"Fetched {markdown_line(page.title, 160)} — {_link(page.url)}"
+    return _flagged(WebOutcome(True, shown, {"url": page.url, "title": one_line(page.title, 160)}, threats))
 
 
 def _link(url: str) -> str:
@@ -146,5 +138,5 @@ def model_warning(call_name: str, call_title: str, threats: tuple[str, ...]) -> 
     return injection_warning(f"{call_name} result ({call_title})", list(threats))
 
 
-def _tool_of(block: dict[str, Any]) -> str:
-    return "web fetch" if block.get("type") == "web_fetch_tool_result" else "web search"
+def _tool_of(block: ServerToolResult) -> str:
+    return "web fetch" if block.tool == "web_fetch" else "web search"

@@ -1,5 +1,9 @@
 """The Anthropic provider: request building, prompt-cache breakpoints, streaming, retries, usage.
 
+It is also the one place that turns the core's typed conversation (``model.messages``) into the
+Messages API's JSON and back: requests, streamed answers, and the payloads the SessionDB stores (which
+keep the API's form, so sessions stored by any build load unchanged).
+
 The ``anthropic`` SDK is imported on first use only, so answering ``initialize`` and
 ``session/new`` never pays for it, and lazily (``load_sdk``): its packages' ``__init__`` files,
 which re-export every type of the API, run only for the names used, so the client and the
@@ -14,7 +18,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +26,25 @@ import anyio
 
 from acp_hermes.config import Settings
 from acp_hermes.model.lazy_packages import lazy_packages
+from acp_hermes.model.messages import (
+    Block,
+    FetchedPage,
+    Image,
+    Message,
+    Other,
+    SearchHit,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
 from acp_hermes.model.types import (
     Completed,
     ModelError,
     ModelRequest,
-    ServerToolResult,
     ServerToolsRejected,
-    ServerToolUse,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -57,18 +73,186 @@ def load_sdk() -> None:
         anthropic._setup_logging()  # what its __init__ does besides re-exporting: ANTHROPIC_LOG
 
 
-def with_cache_breakpoints(
-    system: str, messages: Sequence[dict[str, Any]], ttl: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """System and messages with ``cache_control`` on the system prompt and the last three
-    messages. Works on copies: the stored history is never altered."""
+# -- the conversation on the wire, both ways ------------------------------------------------------
+
+
+def block_to_wire(block: Block) -> dict[str, Any]:
+    """``block`` as the Messages API writes it: as it came, when it came from there or from a row."""
+    if block.raw is not None:
+        return block.raw
+    return _canonical(block)
+
+
+def _canonical(block: Block) -> dict[str, Any]:
+    if isinstance(block, Text):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, Thinking):
+        if block.redacted:
+            return {"type": "redacted_thinking", "data": block.text}
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    if isinstance(block, ToolUse):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, ToolResult):
+        content = block.content if isinstance(block.content, str) else blocks_to_wire(block.content)
+        wire: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": content}
+        if block.is_error:
+            wire["is_error"] = True
+        return wire
+    if isinstance(block, Image):
+        source = ({"type": "url", "url": block.url} if block.url else
+                  {"type": "base64", "media_type": block.media_type, "data": block.data})
+        return {"type": "image", "source": source}
+    if isinstance(block, ServerToolUse):
+        return {"type": "server_tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.raw  # ServerToolResult, Other: only ever as they came
+
+
+def block_from_wire(data: dict[str, Any]) -> Block:
+    """A block of the Messages API (streamed, or read back from a stored payload) in the core's terms.
+
+    It keeps ``data`` as its ``raw`` unless its own fields write it again exactly (the same keys in the
+    same order, values of the same types): one written the API's way by the agent comes back equal to
+    the block it was written from."""
+    kind = data.get("type")
+    reader = _READERS.get(kind) if isinstance(kind, str) else None
+    if reader is not None:
+        return reader(data)
+    if isinstance(kind, str) and kind.endswith("_tool_result"):  # web_search_tool_result, web_fetch_tool_result
+        return _server_result(data, kind.removesuffix("_tool_result"))
+    return Other(data)
+
+
+def _text(data: dict[str, Any]) -> Block:
+    text = data.get("text")
+    if isinstance(text, str) and tuple(data) == ("type", "text"):
+        return Text(text)
+    return Text(str(text or ""), data)  # citations, another order: kept as they came
+
+
+def _thinking(data: dict[str, Any]) -> Block:
+    text, signature = data.get("thinking"), data.get("signature")
+    if isinstance(text, str) and isinstance(signature, str) and tuple(data) == ("type", "thinking", "signature"):
+        return Thinking(text, signature)
+    return Thinking(str(text or ""), str(signature or ""), raw=data)
+
+
+def _redacted(data: dict[str, Any]) -> Block:
+    text = data.get("data")
+    if isinstance(text, str) and tuple(data) == ("type", "data"):
+        return Thinking(text, redacted=True)
+    return Thinking(str(text or ""), redacted=True, raw=data)
+
+
+def _call(data: dict[str, Any]) -> Block:
+    made = ToolUse if data.get("type") == "tool_use" else ServerToolUse
+    call_id, name, arguments = data.get("id"), data.get("name"), data.get("input")
+    if not isinstance(arguments, dict):  # the API would refuse it: it goes as {} (in the same place)
+        return made(str(call_id), str(name), {}, {**data, "input": {}})
+    if isinstance(call_id, str) and isinstance(name, str) and tuple(data) == ("type", "id", "name", "input"):
+        return made(call_id, name, arguments)
+    return made(str(call_id), str(name), arguments, data)
+
+
+def _result(data: dict[str, Any]) -> Block:
+    call_id, content, is_error = data.get("tool_use_id"), data.get("content"), data.get("is_error")
+    if isinstance(content, str) and isinstance(call_id, str):
+        keys = tuple(data)
+        if keys == ("type", "tool_use_id", "content"):
+            return ToolResult(call_id, content)
+        if keys == ("type", "tool_use_id", "content", "is_error") and is_error is True:
+            return ToolResult(call_id, content, True)
+    inner: str | tuple[Block, ...] = (blocks_from_wire(content) if isinstance(content, list)
+                                      else content if isinstance(content, str) else str(content or ""))
+    return ToolResult(str(call_id), inner, bool(is_error), data)
+
+
+def _image(data: dict[str, Any]) -> Block:
+    source = data.get("source")
+    if not isinstance(source, dict) or tuple(data) != ("type", "source"):
+        return Other(data)
+    keys = tuple(source)
+    if keys == ("type", "url") and source["type"] == "url" and isinstance(source["url"], str):
+        return Image(url=source["url"])
+    if (keys == ("type", "media_type", "data") and source["type"] == "base64"
+            and isinstance(source["media_type"], str) and isinstance(source["data"], str)):
+        return Image(source["media_type"], source["data"])
+    return Other(data)  # an image of a kind the agent never makes: kept whole
+
+
+_READERS: dict[str, Callable[[dict[str, Any]], Block]] = {
+    "text": _text, "thinking": _thinking, "redacted_thinking": _redacted, "tool_use": _call,
+    "server_tool_use": _call, "tool_result": _result, "image": _image,
+}
+
+
+def _server_result(data: dict[str, Any], tool: str) -> ServerToolResult:
+    """What a server tool's result block says, for the agent to show; the block itself goes back as it came."""
+    call_id = str(data.get("tool_use_id"))
+    content = data.get("content")
+    if isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
+        return ServerToolResult(call_id, tool, data, error_code=str(content.get("error_code") or "unknown"))
+    if data.get("type") == "web_search_tool_result":
+        hits = tuple(SearchHit(str(item.get("title") or item.get("url") or ""), str(item.get("url") or ""))
+                     for item in content if isinstance(item, dict)) if isinstance(content, list) else ()
+        return ServerToolResult(call_id, tool, data, hits=hits)
+    page = content if isinstance(content, dict) else {}
+    url = str(page.get("url") or "")
+    document = page.get("content")
+    if not isinstance(document, dict):
+        document = {}
+    source = document.get("source")
+    text = source.get("data") if isinstance(source, dict) and source.get("type") == "text" else None
+    return ServerToolResult(call_id, tool, data, page=FetchedPage(url, str(document.get("title") or url),
+                                                                  text if isinstance(text, str) else None))
+
+
+def blocks_to_wire(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+    return [block_to_wire(block) for block in blocks]
+
+
+def blocks_from_wire(content: Any) -> tuple[Block, ...]:
+    """A message's content (a list of blocks, or plain text) in the core's terms; what is not a block
+    is left out (the API would refuse it)."""
+    if isinstance(content, str):
+        return (Text(content),) if content else ()
+    return tuple(block_from_wire(block) for block in content or () if isinstance(block, dict))
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": blocks_to_wire(message.blocks)}
+
+
+def messages_to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [message_to_wire(message) for message in messages]
+
+
+def message_from_wire(data: dict[str, Any]) -> Message:
+    return Message(str(data.get("role")), blocks_from_wire(data.get("content")))
+
+
+def _wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The history as the API's messages, new dicts and lists (the history itself is never altered),
+    neighbours of the same role (left by a cancelled turn) joined into one."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = [block.raw if block.raw is not None else _canonical(block) for block in message.blocks]
+        if out and out[-1]["role"] == message.role:
+            out[-1]["content"].extend(content)
+        else:
+            out.append({"role": message.role, "content": content})
+    return out
+
+
+def _with_breakpoints(system: str, messages: list[dict[str, Any]], ttl: str) -> list[dict[str, Any]]:
+    """``cache_control`` on the system prompt and on the last cacheable block of each of the last
+    messages, four in all: set on copies of those blocks, in ``messages``' own (new) lists. The
+    system prompt's blocks."""
     marker: dict[str, Any] = {"type": "ephemeral"}
     if ttl == "1h":
         marker["ttl"] = "1h"
     system_blocks = [{"type": "text", "text": system, "cache_control": dict(marker)}] if system else []
-    out = [{"role": m["role"], "content": _as_blocks(m["content"])} for m in messages]
     budget = MAX_CACHE_BREAKPOINTS - len(system_blocks)
-    for message in reversed(out):
+    for message in reversed(messages):
         if budget == 0:
             break
         blocks = message["content"]
@@ -79,19 +263,7 @@ def with_cache_breakpoints(
             blocks[index] = {**block, "cache_control": dict(marker)}
             budget -= 1
             break
-    return system_blocks, out
-
-
-def merge_consecutive_roles(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Join neighbouring messages of the same role (left by a cancelled turn) into one."""
-    merged: list[dict[str, Any]] = []
-    for message in messages:
-        if merged and merged[-1]["role"] == message["role"]:
-            previous = merged[-1]
-            previous["content"] = _as_blocks(previous["content"]) + _as_blocks(message["content"])
-        else:
-            merged.append({"role": message["role"], "content": message["content"]})
-    return merged
+    return system_blocks
 
 
 def _cacheable(block: dict[str, Any]) -> bool:
@@ -99,16 +271,11 @@ def _cacheable(block: dict[str, Any]) -> bool:
     return kind not in _UNCACHEABLE_BLOCKS and not (kind == "text" and not block.get("text"))
 
 
-def _as_blocks(content: Any) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-
-
 def request_body(request: ModelRequest) -> dict[str, Any]:
     """The Messages API request for ``request``: cache breakpoints placed, same-role neighbours
     merged, the thinking budget added on top of the output budget. The history is not altered."""
-    system, messages = with_cache_breakpoints(
-        request.system, merge_consecutive_roles(request.messages), request.cache_ttl
-    )
+    messages = _wire_messages(request.messages)
+    system = _with_breakpoints(request.system, messages, request.cache_ttl)
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
@@ -371,7 +538,7 @@ class AnthropicProvider:
             calls = sum(1 for block in content if block["type"] == "tool_use")
             log.debug("model message: stop %s, %d blocks (%d tool calls), %s, %.0f ms", acc.stop_reason, len(content),
                       calls, _usage_text(acc.usage), _elapsed_ms(sent))
-        yield Completed(acc.content(), acc.stop_reason, acc.usage)
+        yield Completed(tuple(block_from_wire(block) for block in acc.content()), acc.stop_reason, acc.usage)
 
     def _absorb(self, acc: _Accumulator, event: Any) -> list[StreamEvent]:
         kind = event.type
@@ -405,10 +572,12 @@ class AnthropicProvider:
                 arguments = _parse_arguments(raw)
                 block["input"] = arguments if arguments is not None else {}
                 if block["type"] == "server_tool_use":
-                    return [ServerToolUse(block["id"], block["name"], block["input"])]
+                    started = block_from_wire(block)
+                    return [started] if isinstance(started, ServerToolUse) else []
                 return [ToolUseReady(block["id"], block["name"], arguments, raw)]
             if block is not None and block["type"].endswith("_tool_result"):  # web_search_/web_fetch_tool_result
-                return [ServerToolResult(block)]
+                finished = block_from_wire(block)
+                return [finished] if isinstance(finished, ServerToolResult) else []
         elif kind == "message_delta":
             if event.delta.stop_reason:
                 acc.stop_reason = event.delta.stop_reason

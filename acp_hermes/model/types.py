@@ -1,7 +1,8 @@
 """What the agent and a model provider exchange: requests, streamed events, usage, failures.
 
-The loop sees only these values; ``provider.AnthropicProvider`` makes them from the Anthropic
-Messages API, and tests can make them from a script.
+The loop sees only these values (the conversation as ``model.messages``); ``provider.AnthropicProvider``
+makes them from the Anthropic Messages API and turns requests into it, and tests can make them from a
+script.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
+from acp_hermes.model.messages import Block, Message, ServerToolResult, ServerToolUse
 from acp_hermes_memory.values import value
 
 
@@ -41,7 +43,7 @@ class Usage:
 class ModelRequest:
     model: str
     system: str
-    messages: Sequence[dict[str, Any]]
+    messages: Sequence[Message]
     tools: Sequence[dict[str, Any]] = ()
     max_tokens: int = 16_384
     thinking_budget: int | None = None
@@ -69,30 +71,15 @@ class ToolUseReady:
 
 
 @value
-class ServerToolUse:
-    """The API began a tool it runs itself (web search, web fetch): shown, never run here."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-
-
-@value
-class ServerToolResult:
-    """What a server tool came to: its result block, exactly as it must go back to the API."""
-
-    block: dict[str, Any]
-
-
-@value
 class Completed:
     """The end of one model message: its content blocks as they go back into history."""
 
-    content: list[dict[str, Any]]
+    content: tuple[Block, ...]
     stop_reason: str
     usage: Usage
 
 
+# A server tool's call (``ServerToolUse``) and result (``ServerToolResult``) arrive as the blocks they are.
 StreamEvent = TextDelta | ThinkingDelta | ToolUseReady | ServerToolUse | ServerToolResult | Completed
 
 

@@ -66,8 +66,8 @@ def _plan(done: int) -> list[dict[str, str]]:
     return plan
 
 
-# How the agent marks words the user sent into a running turn (core.steering.STEER_NOTE), and words
-# sent into a turn that ended before its next request (core.session: they come with the next prompt).
+# How the agent marks words the user sent into a running turn (core.turn_input.STEER_NOTE), and words
+# sent into a turn that ended before its next request (core.turn: they come with the next prompt).
 STEER_NOTE = "[The user sent this while you were working"
 CARRIED_NOTE = "[The user sent this during the previous turn"
 

@@ -140,6 +140,8 @@ async def test_a_rejected_rollback_changes_nothing_and_says_so_to_the_user(
     rollback_call = next(c for c in calls.values() if c.announced["title"].startswith("Roll back to checkpoint 1"))
     shown = " ".join(c["content"]["text"] for c in rollback_call.final["content"] if c["type"] == "content")
     assert "you chose to keep things as they are" in shown
+    # The question said the files would be kept as checkpoint 3; declined, there is no checkpoint 3 to name.
+    assert "`/rollback 1 --conversation` also rewinds it" in shown and "checkpoint 3" not in shown
     for text in (declined, shown):  # words for the model never reach the user
         assert "Do not retry" not in text and "The user declined" not in text and "ask the user" not in text
     assert "3. " not in replies(agent, sid)  # the restore's own checkpoint was dropped with it

@@ -82,6 +82,14 @@ COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
     "memory-providers": (("memory", "providers"), False, {CONFIG}),
     "skills-list": (("skills", "list"), False, {HOME, CONFIG}),
     "skills-show": (("skills", "show", "lint"), False, {HOME, CONFIG}),
+    "skills-usage": (("skills", "usage"), False, {HOME, CONFIG}),
+    "skills-history": (("skills", "history", "lint"), False, {HOME, CONFIG}),
+    "skills-rollback": (("skills", "rollback", "lint"), False, {HOME, CONFIG}),
+    "skills-pin": (("skills", "pin", "lint"), False, {HOME, CONFIG}),
+    "skills-unpin": (("skills", "unpin", "lint"), False, {HOME, CONFIG}),
+    "skills-archive": (("skills", "archive", "lint"), False, {HOME, CONFIG}),
+    "skills-restore": (("skills", "restore", "lint"), False, {HOME, CONFIG}),
+    "skills-prune": (("skills", "prune", "--days", "30", "--dry-run"), False, {HOME, CONFIG}),
 }
 
 REQUESTS = [
@@ -379,5 +387,7 @@ def test_every_command_into_a_closed_pipe_exits_quietly(tmp_path: Path, fake_ant
             assert result.returncode == 0, result.stderr
         elif name == "setup":  # with no terminal and nothing piped in it prints nothing: it says why on stderr
             assert result.returncode == 1 and "no terminal to ask on" in result.stderr, result.stderr
+        elif name == "skills-rollback":  # lint has no recorded change: the one line goes to stderr
+            assert result.returncode == 1 and "No recorded change" in result.stderr, result.stderr
         elif workspace != tmp_path or not name.startswith("checkpoints"):
             assert result.returncode == 141, (name, result.returncode, result.stderr)

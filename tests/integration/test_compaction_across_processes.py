@@ -27,6 +27,7 @@ from acp_hermes.testing.scripted_model import ModelRequest, Reply
 from acp_hermes_memory.session_db import SessionDB
 from tests.support.acp_harness import AgentProcess, PromptTask, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of
+from tests.support.wire import wire
 
 pytestmark = pytest.mark.anyio
 
@@ -60,7 +61,7 @@ async def exchange(agent: AgentProcess, fake: FakeAnthropic, sid: str, question:
 def stored_history(home: Path, sid: str) -> list[str]:
     """The texts of the history a process that loads the session now sends the model."""
     with SessionDB(home / "acp-hermes" / "state.db") as db:
-        return texts_of(history_from_rows(db.messages(db.segments(sid)[-1].id)))
+        return texts_of(wire(history_from_rows(db.messages(db.segments(sid)[-1].id))))
 
 
 def continuations(home: Path, segment: str) -> int:

@@ -5,7 +5,9 @@ at once and their requests interleave, so the fake answers by *who asks* (``Dele
 system prompt starts with the subagent identity and its first user message is its goal; the parent
 gets its own replies in order. Each test then checks what the editor saw (both renderings: the
 delegate call's card for any client, ``subagent_update`` and the child's own updates for a client
-that advertised the unstable ``subagents`` capability) and what each model request carried.
+that advertised the unstable ``subagents`` capability or AIR's ``nativeSubagentSessions``) and what
+each model request carried. A client shown children is checked against the unstable schema of
+release schema-v1.24.1, which published ``subagent_update`` (vendored); any other against the stable one.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError
 
-from acp_hermes.core.session import PLAN_MODE_NOTE
 from acp_hermes.core.system_prompt import SUBAGENT_IDENTITY
+from acp_hermes.core.turn_input import PLAN_MODE_NOTE
 from acp_hermes.testing.scripted_model import (
     HttpError,
     MessageReply,
@@ -55,19 +57,16 @@ from tests.support.fake_anthropic import (
     tool_reply,
 )
 from tests.support.fake_anthropic import is_subagent_request as is_child
-from tests.support.schema_check import UNSTABLE_SCHEMA_PATH
+from tests.support.schema_check import RELEASE_UNSTABLE_SCHEMA_PATH
 from tests.support.tool_checks import check_tool_calls, tool_result
 
 pytestmark = pytest.mark.anyio
 
 NEVER_DELEGATED = {"clarify", "memory", "skill_manage"}
-needs_unstable_schema = pytest.mark.skipif(
-    not UNSTABLE_SCHEMA_PATH.exists(),
-    reason=f"the unstable ACP schema ({UNSTABLE_SCHEMA_PATH}) is not here to validate subagent_update against",
-)
+# What a client shown children (subagent_update) is validated against: the release that published it.
+SUBAGENTS_SCHEMA = RELEASE_UNSTABLE_SCHEMA_PATH
 # Without the client's subagents capability (the delegate card) and with it (child sessions).
-both_renderings = pytest.mark.parametrize("subagents", [False, pytest.param(True, marks=needs_unstable_schema)],
-                                          ids=["card", "subagent-sessions"])
+both_renderings = pytest.mark.parametrize("subagents", [False, True], ids=["card", "subagent-sessions"])
 
 
 # -- reading model requests
@@ -95,12 +94,13 @@ def parent_requests(fake: FakeAnthropic) -> list[dict[str, Any]]:
 # -- the client side
 
 
-async def initialize_with_subagents(agent: AgentProcess) -> None:
-    """``initialize`` as raw JSON-RPC: the SDK's ClientCapabilities model drops ``subagents``."""
+async def initialize_with_subagents(agent: AgentProcess, capabilities: dict[str, Any] | None = None) -> None:
+    """``initialize`` as raw JSON-RPC (the SDK's ClientCapabilities model drops ``subagents``), with
+    ``capabilities`` beside fs and terminal: by default the unstable ``subagents``."""
     await agent.conn._conn.send_request("initialize", {
         "protocolVersion": PROTOCOL_VERSION,
         "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False,
-                               "subagents": {}},
+                               **({"subagents": {}} if capabilities is None else capabilities)},
         "clientInfo": {"name": "acp-hermes-tests", "version": "1"},
     })
 
@@ -216,7 +216,7 @@ async def test_a_single_child_works_in_a_fresh_context_and_its_answer_is_the_too
     )
     fake_anthropic.script(*router.items())
     async with running_agent(tmp_path, fake_anthropic, home=home, initialize=not subagents,
-                             schema_path=UNSTABLE_SCHEMA_PATH if subagents else None) as agent:
+                             schema_path=SUBAGENTS_SCHEMA if subagents else None) as agent:
         if subagents:
             await initialize_with_subagents(agent)
         parent = await agent.new_session()
@@ -311,7 +311,7 @@ async def test_a_batch_runs_at_once_and_a_failing_child_does_not_take_the_others
     router.child(BATCH[2], meeting.then(text_reply("printer: clean")))
     fake_anthropic.script(*router.items())
     async with running_agent(tmp_path, fake_anthropic, initialize=not subagents,
-                             schema_path=UNSTABLE_SCHEMA_PATH if subagents else None) as agent:
+                             schema_path=SUBAGENTS_SCHEMA if subagents else None) as agent:
         if subagents:
             await initialize_with_subagents(agent)
         parent = await agent.new_session()
@@ -350,11 +350,61 @@ async def test_a_batch_runs_at_once_and_a_failing_child_does_not_take_the_others
         check_subagent_wire(agent, parent)
         assert child_ids(agent, parent) and set(child_ids(agent, parent)) == {c["session_id"] for c in children}
         states = terminal_states(agent, parent)
-        failed = states[children[1]["session_id"]]
-        assert failed["stopReason"] == "error" and "too odd" in failed["error"]["message"]
-        assert isinstance(failed["error"]["code"], int)
+        failed = states[children[1]["session_id"]]  # 1.24 has no `error` reason: none, the failure in _meta
+        assert "stopReason" not in failed and "error" not in failed
+        assert "too odd" in failed["_meta"]["acp-hermes"]["error"]["message"]
+        assert isinstance(failed["_meta"]["acp-hermes"]["error"]["code"], int)
         for ok in (children[0]["session_id"], children[2]["session_id"]):
             assert states[ok]["stopReason"] == "end_turn" and "error" not in states[ok]
+
+
+# -- who sees children as sessions of their own, and who the card alone
+
+
+AIR_NATIVE_SUBAGENTS = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["nativeSubagentSessions"]}}}}
+AIR_WITHOUT_THEM = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["sessionFailure", "asyncTasks"]}}}}
+
+
+@pytest.mark.parametrize(("capabilities", "as_sessions"), [
+    ({"subagents": {}}, True),
+    (AIR_NATIVE_SUBAGENTS, True),  # JetBrains AIR's name for it, as claude-agent-acp and codex-acp read it
+    (AIR_WITHOUT_THEM, False),
+    ({"subagents": None}, False),
+], ids=["subagents", "air-native-subagent-sessions", "air-without-them", "subagents-null"])
+async def test_children_are_sessions_only_for_a_client_that_asks_and_every_client_gets_the_card(
+    tmp_path: Path, fake_anthropic: FakeAnthropic, capabilities: dict[str, Any], as_sessions: bool
+) -> None:
+    """Against release schema-v1.24.1's unstable schema when children are shown (a failed child's
+    idle state included), the stable schema when they are not."""
+    goals = BATCH[:2]
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in goals]}, id="toolu_gate"),
+        text_reply("One module is clean; the other lint failed."),
+    ).child(goals[0], text_reply("parser: clean")).child(goals[1], HttpError(400, "lexer request rejected"))
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, initialize=False,
+                             schema_path=SUBAGENTS_SCHEMA if as_sessions else None) as agent:
+        await initialize_with_subagents(agent, capabilities)
+        parent = await agent.new_session()
+        assert await agent.prompt(parent, "lint two modules") == "end_turn"
+
+        (call,) = check_tool_calls(agent, parent).values()
+        children = call.final["rawOutput"]["children"]
+        assert [child["status"] for child in children] == ["completed", "failed"]
+        assert card_titles(agent, parent, "toolu_gate")[-1] == "Subagents 2/2 done, 1 failed"  # the card, for all
+        if not as_sessions:
+            assert agent.updates(parent, "subagent_update") == []
+            assert {message["params"]["sessionId"] for message in agent.sent("session/update")} == {parent}
+            return
+        own = check_subagent_wire(agent, parent)
+        done, failed = (child["session_id"] for child in children)
+        assert set(own) == {done, failed}
+        assert "".join(u["content"]["text"] for u in own[done] if u["sessionUpdate"] == "agent_message_chunk") \
+            == "parser: clean"
+        states = terminal_states(agent, parent)
+        assert states[done]["stopReason"] == "end_turn"
+        assert "stopReason" not in states[failed]
+        assert "lexer request rejected" in states[failed]["_meta"]["acp-hermes"]["error"]["message"]
 
 
 # -- 3. a child's write asks the editor, on the parent's session
@@ -379,7 +429,7 @@ async def test_a_childs_write_is_asked_on_the_parents_session_and_a_refusal_hold
     client = EditorClient(policy=lambda call, options: next(o["optionId"] for o in options
                                                             if o["kind"] == "reject_once"))
     async with running_agent(tmp_path, fake_anthropic, client=client, initialize=not subagents,
-                             schema_path=UNSTABLE_SCHEMA_PATH if subagents else None) as agent:
+                             schema_path=SUBAGENTS_SCHEMA if subagents else None) as agent:
         if subagents:
             await initialize_with_subagents(agent)
         parent = await agent.new_session()
@@ -461,7 +511,7 @@ async def test_a_child_may_delegate_once_more_and_a_grandchild_may_not(
     ).child(INNER_GOAL, text_reply("tests/ holds unit and integration tests."))
     fake_anthropic.script(*router.items())
     async with running_agent(tmp_path, fake_anthropic, initialize=not subagents,
-                             schema_path=UNSTABLE_SCHEMA_PATH if subagents else None) as agent:
+                             schema_path=SUBAGENTS_SCHEMA if subagents else None) as agent:
         if subagents:
             await initialize_with_subagents(agent)
         parent = await agent.new_session()
@@ -511,7 +561,7 @@ async def test_cancelling_the_parent_mid_batch_stops_every_child_and_the_session
         router.child(goal, slow_child_reply())
     fake_anthropic.script(*router.items())
     async with running_agent(tmp_path, fake_anthropic, initialize=not subagents,
-                             schema_path=UNSTABLE_SCHEMA_PATH if subagents else None) as agent:
+                             schema_path=SUBAGENTS_SCHEMA if subagents else None) as agent:
         if subagents:
             await initialize_with_subagents(agent)
         parent = await agent.new_session()
@@ -581,7 +631,6 @@ def held(release: threading.Event, reply: Reply) -> Callable[[ModelRequest], Rep
     return answer
 
 
-@needs_unstable_schema
 async def test_a_child_takes_no_prompt_and_its_own_cancel_stops_only_it(
     tmp_path: Path, fake_anthropic: FakeAnthropic
 ) -> None:
@@ -594,7 +643,7 @@ async def test_a_child_takes_no_prompt_and_its_own_cancel_stops_only_it(
     fake_anthropic.script(*router.items())
     try:
         async with running_agent(tmp_path, fake_anthropic, initialize=False,
-                                 schema_path=UNSTABLE_SCHEMA_PATH) as agent:
+                                 schema_path=SUBAGENTS_SCHEMA) as agent:
             await initialize_with_subagents(agent)
             parent = await agent.new_session()
             task = PromptTask(agent, parent)

@@ -1,4 +1,5 @@
-"""One-click install: the wheel built from this tree runs with `uvx` and with `pipx run`, offline.
+"""One-click install: the wheel built from this tree runs with `uvx` (also exactly as the ACP Registry
+entry tells an editor to run it) and with `pipx run`, offline.
 
 The wheel is built with ``python -m build --wheel --no-isolation`` from a clean copy of the sources
 (setuptools' ``build/`` directory would otherwise carry files from earlier builds). Each runner
@@ -12,6 +13,7 @@ machine.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -105,6 +107,20 @@ def uvx(wheel: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
     return command, env
 
 
+def registry_uvx(wheel: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
+    """What an ACP Registry client (JetBrains AI Assistant and Air, Zed) runs for our entry:
+    `uvx <package> <args>` as `editor-configs/acp-registry/acp-hermes/agent.json` gives them, the
+    package found beside the wheelhouse instead of on PyPI."""
+    entry = json.loads((REPO_ROOT / "editor-configs" / "acp-registry" / "acp-hermes" / "agent.json").read_text())
+    distribution = entry["distribution"]["uvx"]
+    command = [_tool("uvx"), "--no-config", "--offline", "--no-index", "--find-links", str(_wheelhouse()),
+               "--find-links", str(wheel.parent), "--python", sys.executable,
+               distribution["package"], *distribution.get("args", [])]
+    env = {"UV_CACHE_DIR": str(scratch / "uv-cache"), "UV_TOOL_DIR": str(scratch / "uv-tools"),
+           "UV_PYTHON_DOWNLOADS": "never", **distribution.get("env", {})}
+    return command, env
+
+
 def pipx(wheel: Path, scratch: Path) -> tuple[list[str], dict[str, str]]:
     # pipx's pip backend: the uv path is what uvx covers.
     command = [_tool("pipx"), "run", "--backend", "pip", "--python", sys.executable,
@@ -149,7 +165,7 @@ def test_the_pypi_page_names_every_editor_and_its_links_work_off_the_repository(
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("runner", [uvx, pipx], ids=["uvx", "pipx-run"])
+@pytest.mark.parametrize("runner", [uvx, registry_uvx, pipx], ids=["uvx", "registry-entry", "pipx-run"])
 async def test_the_wheel_runs_offline_and_answers_initialize(runner: Runner, wheel: Path, tmp_path: Path,
                                                              dead_proxy: str) -> None:
     command, env = runner(wheel, tmp_path)

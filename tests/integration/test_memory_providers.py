@@ -235,6 +235,21 @@ async def test_a_provider_that_hangs_anywhere_holds_up_neither_prompts_nor_the_e
         assert (home / "plugins" / "stuck" / "ending").exists()  # its session's end began, and never returned
 
 
+@pytest.mark.parametrize("body", [f"    import threading\n{HANG[4:]}",
+                                  f"    def is_available(self):\n        import threading\n{HANG}"],
+                         ids=["import", "is_available"])
+def test_a_provider_that_hangs_is_reported_by_the_cli_and_doctor_without_holding_them(tmp_path: Path,
+                                                                                     body: str) -> None:
+    home = tmp_path / "hermes-home"
+    plugin(home, "stuck", body)
+    write_config(home, "memory:\n  provider: stuck\n")
+    listed = run_cli("memory", "providers", home=home, timeout=LOAD_SECONDS + 30)
+    assert listed.returncode == 1
+    assert f"* stuck: cannot be loaded ({home / 'plugins' / 'stuck'}) — {NOT_LOADED}" in listed.stdout.splitlines()
+    doctor = run_cli("doctor", home=home, timeout=LOAD_SECONDS + 30)
+    assert "memory provider stuck cannot be loaded" in doctor.stdout, doctor.stdout
+
+
 async def test_a_stored_fact_cannot_close_the_fence_in_a_later_sessions_request(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     home = tmp_path / "hermes-home"

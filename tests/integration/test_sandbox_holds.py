@@ -420,7 +420,7 @@ async def test_the_agents_own_git_never_runs_a_program_the_repository_configured
     must not get it run, with nobody asked."""
     marker = tmp_path / "PWNED"
     hook = tmp_path / "fsmonitor-hook"
-    hook.write_text(f"#!/bin/sh\ntouch {marker}\necho 0\n")
+    hook.write_text(f"#!/bin/sh\n: > '{marker}'\necho 0\n")  # the shell writes it: PATH has only git
     hook.chmod(0o755)
     only_git = tmp_path / "bin"  # no ripgrep on PATH: the fallback the agent runs git for
     only_git.mkdir()

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from acp import RequestError
 
-from acp_hermes.core.steering import STEER_NOTE
+from acp_hermes.core.turn_input import STEER_NOTE
 from tests.support.acp_harness import AgentProcess, EditorClient, Prompts, PromptTask, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, slow_text_reply, text_reply, texts_of, tool_reply
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from acp_hermes.model.messages import Block, Text, Thinking, ToolUse
 from acp_hermes.model.provider import request_body
 from acp_hermes.model.types import (
     Completed,
@@ -42,24 +43,23 @@ def text(
     """A reply of plain text, streamed in ``chunks`` deltas."""
     size = max(1, -(-len(content) // chunks))
     deltas: list[StreamEvent] = [TextDelta(content[i : i + size]) for i in range(0, len(content), size)]
-    return [*deltas, Completed([{"type": "text", "text": content}], stop_reason, usage or Usage(10, 5))]
+    return [*deltas, Completed((Text(content),), stop_reason, usage or Usage(10, 5))]
 
 
 def thinking(thought: str, answer: str) -> list[StreamEvent]:
-    block = {"type": "thinking", "thinking": thought, "signature": "sig"}
     return [ThinkingDelta(thought), TextDelta(answer),
-            Completed([block, {"type": "text", "text": answer}], "end_turn", Usage(10, 5))]
+            Completed((Thinking(thought, "sig"), Text(answer)), "end_turn", Usage(10, 5))]
 
 
 def tool_calls(*calls: tuple[str, Mapping[str, Any]], preface: str = "") -> list[StreamEvent]:
     """One assistant message with these tool calls (stop reason ``tool_use``)."""
     events: list[StreamEvent] = [TextDelta(preface)] if preface else []
-    content: list[dict[str, Any]] = [{"type": "text", "text": preface}] if preface else []
+    content: list[Block] = [Text(preface)] if preface else []
     for name, arguments in calls:
         call_id = f"toolu_inproc_{next(_ids):04d}"
         events.append(ToolUseReady(call_id, name, dict(arguments), ""))
-        content.append({"type": "tool_use", "id": call_id, "name": name, "input": dict(arguments)})
-    return [*events, Completed(content, "tool_use", Usage(10, 5))]
+        content.append(ToolUse(call_id, name, dict(arguments)))
+    return [*events, Completed(tuple(content), "tool_use", Usage(10, 5))]
 
 
 def tool_call(name: str, arguments: Mapping[str, Any], *, preface: str = "") -> list[StreamEvent]:

@@ -28,6 +28,9 @@ DEFAULT_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1
 # The unstable schema (subagent_update and other unstable messages), for runs whose client advertised
 # unstable capabilities; absent in an offline clone without ../shared (tests that need it skip).
 UNSTABLE_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1-unstable.json"
+# The unstable schema of release schema-v1.24.1, the first to publish subagent_update, vendored
+# (tests/fixtures/acp/README.md): what a client built on that release checks a subagent_update against.
+RELEASE_UNSTABLE_SCHEMA_PATH = REPO_ROOT / "tests" / "fixtures" / "acp" / "schema-v1.24.1.unstable.json"
 
 # Methods without a stable response definition, validated against a definition of the same shape.
 # session/fork is unstable and absent from the stable v1 schema; its response is shaped like

@@ -19,6 +19,7 @@ TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +85,11 @@ def _ours(name: str) -> str | None:
     return None
 
 
-IMPORTS = [found for module in MODULES for found in _imports(module)]
+@functools.cache
+def all_imports() -> tuple[Import, ...]:
+    """Every import of every module, read once when a test first asks (not at collection: each worker
+    of a parallel run collects every file)."""
+    return tuple(found for module in MODULES for found in _imports(module))
 
 
 def _layer(module: str) -> tuple[str, int]:
@@ -121,13 +126,13 @@ def test_the_rules_see_every_package_and_subpackage() -> None:
     assert subpackages <= set(LAYERS), f"give {subpackages - set(LAYERS)} a layer in LAYERS"
     expected = {"acp_hermes.adapter.server", "acp_hermes.core.loop", f"{TOOLS}.registry", f"{MEMORY}.session_db"}
     assert expected <= set(MODULES)
-    assert any(i.imported == "acp" for i in IMPORTS) and any(i.imported == "anthropic" for i in IMPORTS)
+    assert any(i.imported == "acp" for i in all_imports()) and any(i.imported == "anthropic" for i in all_imports())
 
 
 def test_imports_run_one_way() -> None:
     problems = [
         f"{found.importer}:{found.line} imports {found.imported}: {reason}"
-        for found in IMPORTS
+        for found in all_imports()
         if (reason := _violation(found)) is not None
     ]
     assert problems == []
@@ -157,7 +162,7 @@ def test_the_rules_themselves(importer: str, imported: str, allowed: bool) -> No
 def _cycles() -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iteratively)."""
     edges: dict[str, set[str]] = {module: set() for module in MODULES}
-    for found in IMPORTS:
+    for found in all_imports():
         if found.imported in MODULES and found.imported != found.importer:
             edges[found.importer].add(found.imported)
     index: dict[str, int] = {}

@@ -1,6 +1,7 @@
 """The shipped editor configurations and the ACP Registry entry: they parse, run the command the
 package installs, name option ids that exist, never pass a variable's name as the API key, and follow
-the registry's rules (exact version pin, themeable 16×16 icon, accepted authMethods).
+the registry's rules (its JSON schema, vendored in tests/fixtures/acp-registry/, and the checks its CI
+runs beyond it: exact version pin, themeable 16×16 icon, accepted authMethods, the uvx launch shape).
 
 Lua and Emacs Lisp are checked by their own tools where installed (``luac -p``; Emacs's
 ``check-parens``, byte-compiler and a load that builds the agent-shell configuration); a structural
@@ -17,6 +18,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft7Validator
 
 import acp_hermes
 from acp_hermes.adapter.options import config_options
@@ -250,6 +252,45 @@ def test_the_registry_entry_pins_this_exact_release() -> None:
     assert entry["license"] == PROJECT["license"] and entry["description"] and entry["name"]
     assert set(entry) <= {"id", "name", "version", "description", "repository", "authors", "license",
                           "icon", "distribution"}
+
+
+# The registry's agent.schema.json as stored at two commits of agentclientprotocol/registry (which is the
+# newer is not recorded): one adds `cmd` to package distributions, the other `license_url` and a binary's
+# `sha256`. The entry passes both. Source and licence: tests/fixtures/acp-registry/README.md.
+REGISTRY_SCHEMAS = tuple(REPO_ROOT / "tests" / "fixtures" / "acp-registry" / f"agent.schema.{commit}.json"
+                         for commit in ("789271302b", "172d5034b0"))
+
+
+@pytest.mark.parametrize("schema", REGISTRY_SCHEMAS, ids=lambda path: path.stem)
+def test_the_registry_entry_passes_the_registry_schema(schema: Path) -> None:
+    validator = Draft7Validator(json.loads(schema.read_text()), format_checker=Draft7Validator.FORMAT_CHECKER)
+    entry = json.loads((REGISTRY / "agent.json").read_text())
+    assert [f"{list(error.absolute_path)}: {error.message}" for error in validator.iter_errors(entry)] == []
+
+
+def test_the_registry_ci_reads_the_pin_and_the_package_as_meant() -> None:
+    """What the registry's build_registry.py and update_versions.py do with the uvx entry beyond the
+    schema, written out: no `@latest`, the version read from the pin by their pattern is the entry's,
+    the PyPI name they look up (and bump) is ours, and the icon has no comment (it breaks their MDX)."""
+    entry = json.loads((REGISTRY / "agent.json").read_text())
+    package = entry["distribution"]["uvx"]["package"]
+    assert "@latest" not in package.lower()
+    pinned = re.search(r"[=@]+([\d.]+)", package)
+    assert pinned is not None and pinned.group(1) == entry["version"]
+    assert re.split(r"[<>=!@]", package)[0] == PROJECT["name"]
+    assert re.sub(r"([=@]+)[\d.]+", r"\g<1>9.9.9", package) == f"{PROJECT['name']}==9.9.9"  # their bump
+    assert "<!--" not in (REGISTRY / "icon.svg").read_text()
+
+
+def test_a_registry_client_runs_the_acp_server_with_uvx() -> None:
+    """A registry client (JetBrains AI Assistant and Air, Zed) runs `uvx <package> <args>`: uvx starts
+    the console script named like the package, and that script with no arguments serves ACP on stdio
+    (tests/integration/test_cli.py runs it bare). So the entry needs no `cmd` (`uvx --from <package>
+    <cmd>`), which registry clients older than that field would not honour, and no arguments."""
+    uvx = json.loads((REGISTRY / "agent.json").read_text())["distribution"]["uvx"]
+    assert "cmd" not in uvx and uvx.get("args", []) == [] and not uvx.get("env")
+    assert PROJECT["name"] == SCRIPT
+    assert re.search(rf'^{SCRIPT} = "acp_hermes\.app\.cli:main"$', _PYPROJECT, re.M)
 
 
 def test_the_registry_icon_is_a_themeable_16px_svg() -> None:

@@ -1,23 +1,25 @@
 """How the store runs git: one shadow repository, its own index, the workspace as its work tree.
 
-Every call goes through ``safe_git`` (no hooks, no fsmonitor, no configured programs) with the
-user's global and system configuration switched off, so nothing outside the store changes what a
-snapshot holds. The settings that matter for exact snapshots are given on every command line,
-which wins over any file: no line-ending conversion, raw (unquoted) paths, no automatic gc (the
-store packs itself when it chooses to). Every command runs in the workspace root, so paths in and
+Every call is built by ``safe_git.git_command`` (no hooks, no fsmonitor, no configured programs,
+the user's global and system configuration off), so nothing outside the store changes what a
+snapshot holds or runs a program. The store has its own ``GIT_DIR``, so the workspace repository's
+configuration (and whatever it includes) is never read, and the store's ``info/attributes``, which
+outranks every ``.gitattributes``, switches off the filters a workspace's attributes name. The
+settings that matter for exact snapshots are given on every command line, which wins over any file:
+no line-ending conversion, raw (unquoted) paths, no automatic gc (the store packs itself when it
+chooses to). Every command runs in the workspace root, so paths in and
 out are relative to it whatever the caller's working directory is.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from acp_hermes_tools.checkpoints.records import CheckpointsUnavailable
-from acp_hermes_tools.safe_git import helper_argv, helper_environment
+from acp_hermes_tools.safe_git import GitCommand, git_command
 
 IDENTITY = "acp-hermes"
 EMAIL = "acp-hermes@localhost"
@@ -46,19 +48,16 @@ PRIVATE_UMASK = 0o077
 
 
 class Git:
-    """git for one store: argv and environment built once, failures turned into ``CheckpointsUnavailable``."""
+    """git for one store: the store's own repository and index, failures turned into ``CheckpointsUnavailable``."""
 
     def __init__(self, executable: str, git_dir: Path, work_tree: Path, index_file: Path) -> None:
         self.executable = executable
         self.git_dir = git_dir
         self.work_tree = work_tree  # also the working directory: git reads paths from the root, never from a cwd
-        self._argv = helper_argv(executable, *(word for setting in _SETTINGS for word in ("-c", setting)))
-        self._env = {
-            **helper_environment(),
+        self._environment = {
             "GIT_DIR": str(git_dir),
             "GIT_WORK_TREE": str(work_tree),
             "GIT_INDEX_FILE": str(index_file),
-            "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_LITERAL_PATHSPECS": "1",  # a path is a path, never a glob
             "GIT_AUTHOR_NAME": IDENTITY,
             "GIT_AUTHOR_EMAIL": EMAIL,
@@ -67,6 +66,9 @@ class Git:
             **_MALLOC,
         }
 
+    def _command(self, args: tuple[str, ...]) -> GitCommand:
+        return git_command(self.executable, *args, config=_SETTINGS, environment=self._environment)
+
     def _cwd(self) -> Path:
         """Where git runs: the workspace, or the store itself once the workspace is gone (its checkpoints
         are still listed, pruned and checked)."""
@@ -74,9 +76,10 @@ class Git:
 
     def run(self, *args: str, stdin: bytes = b"") -> bytes:
         """Run ``git args`` to the end; its output, or ``CheckpointsUnavailable`` with git's own words."""
+        command = self._command(args)
         try:
-            result = subprocess.run([*self._argv, *args], input=stdin, capture_output=True, check=False,
-                                    cwd=self._cwd(), env=self._env, umask=PRIVATE_UMASK)
+            result = subprocess.run(command.argv, input=stdin, capture_output=True, check=False,
+                                    cwd=self._cwd(), env=command.env, umask=PRIVATE_UMASK)
         except OSError as exc:
             raise self._unavailable(exc) from exc
         if result.returncode != 0:
@@ -111,9 +114,10 @@ class Git:
             _close(process)
 
     def _start(self, args: tuple[str, ...], *, stderr: int) -> subprocess.Popen[bytes]:
+        command = self._command(args)
         try:
-            return subprocess.Popen([*self._argv, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=stderr, cwd=self._cwd(), env=self._env, umask=PRIVATE_UMASK)
+            return subprocess.Popen(command.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=stderr, cwd=self._cwd(), env=command.env, umask=PRIVATE_UMASK)
         except OSError as exc:
             raise self._unavailable(exc) from exc
 
@@ -134,10 +138,9 @@ def _close(process: subprocess.Popen[bytes]) -> None:
 
 def init_repository(executable: str, git_dir: Path) -> None:
     """Create the store's bare repository with no template (no sample hooks, nothing to run)."""
-    argv = helper_argv(executable, "init", "--bare", "--quiet", "--template=", "--object-format=sha1", str(git_dir))
+    command = git_command(executable, "init", "--bare", "--quiet", "--template=", "--object-format=sha1", str(git_dir))
     try:
-        result = subprocess.run(argv, capture_output=True, check=False, env=helper_environment(),
-                                umask=PRIVATE_UMASK)
+        result = subprocess.run(command.argv, capture_output=True, check=False, env=command.env, umask=PRIVATE_UMASK)
     except OSError as exc:
         raise CheckpointsUnavailable(f"cannot run git ({executable}): {exc.strerror or exc}") from exc
     if result.returncode != 0:

@@ -107,11 +107,17 @@ class FakeSession:
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
-        self.tools = SimpleNamespace(services=ToolServices())  # no skills: no /<skill> expansion
+        self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()),  # no skills: no /<skill>
+                                        trust=SimpleNamespace(settled=True))  # nothing to ask before a turn
         self.choices = SimpleNamespace(model="claude-sonnet-5-5", thought_level="off")
-        self.trust = SimpleNamespace(settled=True)  # nothing to ask about the workspace before a turn
 
-    async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None) -> str:
+    def arrive(self) -> object:
+        return SimpleNamespace(epoch=0)
+
+    def leave(self, place: object) -> None: ...
+
+    async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None, *,
+                     place: object = None) -> str:
         self.prompts.append(list(parts))
         return "end_turn"
 

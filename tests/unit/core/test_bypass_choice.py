@@ -54,7 +54,7 @@ async def test_without_a_sandbox_bypass_is_not_offered_and_switching_to_it_is_re
         session.set_choice("mode", "bypass")
     assert str(refused.value).startswith(REASON)
     assert f"set `allow_unsandboxed_bypass: true` in {env.runtime.paths.config_file}" in str(refused.value)
-    assert session.choices.mode is Mode.DEFAULT and session.gate.mode is Mode.DEFAULT
+    assert session.choices.mode is Mode.DEFAULT and session.services.gate.mode is Mode.DEFAULT
     session.set_choice("mode", "accept-edits")  # the other modes switch as ever
     reply = await run_command(session, [TextPart("/mode bypass")])
     assert reply is not None and reply.text.startswith("Could not change the mode: " + REASON)
@@ -68,7 +68,7 @@ async def test_the_users_config_may_allow_bypass_without_a_sandbox(env: Env) -> 
     session = await env.manager().create(env.cwd, ())
     assert session.choices.modes == tuple(Mode) and session.choices.no_bypass == ""
     session.set_choice("mode", "bypass")
-    assert session.gate.mode is Mode.BYPASS
+    assert session.services.gate.mode is Mode.BYPASS
     assert session.choices.describe(Mode.BYPASS)[0] == "Bypass (no sandbox)"
     assert "every command runs with your rights, unasked" in session.choices.describe(Mode.BYPASS)[1]
 
@@ -80,7 +80,7 @@ async def test_a_default_mode_of_bypass_starts_in_default_and_says_why_once(
     new = served.create_soon(env.cwd, ())
     assert new.choices.mode is Mode.DEFAULT  # what session/new answers with
     session = await served.get(new.id)
-    assert session.gate.mode is Mode.DEFAULT
+    assert session.services.gate.mode is Mode.DEFAULT
     with anyio.fail_after(5):
         while not notices(env):
             await anyio.sleep(0)
@@ -99,7 +99,8 @@ async def test_a_session_left_in_bypass_reopens_in_default_where_bypass_is_not_a
     left.set_choice("mode", "bypass")
     env.runtime.settings = env.runtime.settings.model_copy(update={"allow_unsandboxed_bypass": False})
     reopened, _ = await served.restore(left.id, env.cwd, ())  # a fresh manager: built from the stored row
-    assert reopened is not left and reopened.choices.mode is Mode.DEFAULT and reopened.gate.mode is Mode.DEFAULT
+    assert reopened is not left and reopened.choices.mode is Mode.DEFAULT
+    assert reopened.services.gate.mode is Mode.DEFAULT
     with anyio.fail_after(5):
         while not notices(env):
             await anyio.sleep(0)

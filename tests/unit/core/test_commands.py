@@ -109,7 +109,8 @@ async def test_title_names_the_session_for_good(env: Env) -> None:
     record = env.runtime.db.get_session(session.id)
     assert record is not None and record.title == "Parser rewrite"
     assert [e.title for e in env.log.events if isinstance(e, TitleChanged)] == ["Parser rewrite"]
-    await name_session(session)  # the automatic naming after the first exchange keeps the user's title
+    # The automatic naming after the first exchange keeps the user's title.
+    await name_session(session.state, session.services, session.wait_until_idle)
     assert session.title == "Parser rewrite" and not env.provider.auxiliary_prompts
 
 

@@ -12,6 +12,7 @@ from acp_hermes.core.transcript import ToolOutcome, stored_messages
 from acp_hermes.core.user_prompt import TextPart
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
+from tests.support.wire import wire
 
 pytestmark = pytest.mark.anyio
 SUMMARY = "## Goal\nShip the parser.\n## Critical Context\nThe user is called Ada; config lives in conf/app.toml."
@@ -35,13 +36,13 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
 
     assert compaction.done and compaction.after_tokens < compaction.before_tokens
     flush = env.provider.requests[-1]
-    assert FLUSH_INSTRUCTION in str(flush.messages[-1]["content"])
+    assert FLUSH_INSTRUCTION in str(wire(flush.messages)[-1]["content"])
     assert "The user is Ada." in (env.runtime.paths.memories / "USER.md").read_text()
     replayed = [m for m in stored_messages(env.runtime.db.conversation(root)) if isinstance(m, ToolOutcome)]
     assert [m.name for m in replayed] == ["memory", "compact"]  # the flush's write is replayed by a load too
     system, prompt = env.provider.auxiliary_prompts[-1]
     assert "Goal" in system + prompt and "the parser" in prompt
-    history = session.transcript.messages
+    history = wire(session.state.transcript.messages)
     assert any(SUMMARY_MARKER in str(m["content"]) and "Ada" in str(m["content"]) for m in history)
     assert FLUSH_INSTRUCTION not in str(history)  # the flush left no trace
     assert history[0]["content"][0]["text"].startswith("question 0")  # the first exchange is kept whole
@@ -50,7 +51,7 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
     segments = db.segments(root)
     assert segments[0].id == root and len(segments) == 2
     assert segments[0].end_reason == "compression" and segments[1].parent_session_id == root
-    assert session.transcript.session_id == segments[1].id and session.id == root
+    assert session.state.transcript.session_id == segments[1].id and session.id == root
     assert [s.id for s in db.list_sessions()[0]] == [root]  # the editor sees one session
 
     cards = [e for e in env.log.events if isinstance(e, ToolCallStarted) and e.name == "compact"]
@@ -62,7 +63,7 @@ async def test_compact_flushes_memory_summarises_and_continues_in_a_child_segmen
 
     env.provider.script(text("still with you"))
     assert await session.prompt([TextPart("what is my name?")]) == "end_turn"
-    assert SUMMARY_MARKER in str(env.provider.requests[-1].messages)
+    assert SUMMARY_MARKER in str(wire(env.provider.requests[-1].messages))
 
 
 async def test_a_restored_session_continues_from_the_summary_and_replays_everything(env: Env) -> None:
@@ -73,10 +74,10 @@ async def test_a_restored_session_continues_from_the_summary_and_replays_everyth
     assert (await session.compact()).done
     env.provider.script(text("after compaction"))
     assert await session.prompt([TextPart("one more")]) == "end_turn"
-    compacted_history = session.transcript.messages
+    compacted_history = session.state.transcript.messages
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
-    assert restored.transcript.messages == compacted_history
+    assert restored.state.transcript.messages == compacted_history
     shown = list(stored_messages(rows))
     prompts = [m for m in shown if not isinstance(m, ToolOutcome)]
     assert len(prompts) == 2 * 13  # every question and answer once, none of the carried copies
@@ -91,21 +92,21 @@ async def test_a_short_conversation_is_left_alone_and_a_failed_summary_changes_n
     await chat(env, session, 11)
     env.provider.script(text("ok"))
     env.provider.script_auxiliary("")
-    before = list(session.transcript.messages)
+    before = list(session.state.transcript.messages)
     result = await session.compact()
     assert not result.done and "unchanged" in result.message
-    assert session.transcript.messages == before and len(env.runtime.db.segments(session.id)) == 1
+    assert session.state.transcript.messages == before and len(env.runtime.db.segments(session.id)) == 1
 
 
 async def test_a_full_context_is_compacted_before_the_next_turn(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
     await chat(env, session, 20)
-    session.last_context_tokens = 600_000  # the last call reported a context past half the window (1M)
+    session.state.last_context_tokens = 600_000  # the last call reported a context past half the window (1M)
     env.provider.script(text("saved nothing"), text("fresh answer"))
     env.provider.script_auxiliary(SUMMARY)
     assert await session.prompt([TextPart("next")]) == "end_turn"
     assert len(env.runtime.db.segments(session.id)) == 2
-    assert SUMMARY_MARKER in str(env.provider.requests[-1].messages)
+    assert SUMMARY_MARKER in str(wire(env.provider.requests[-1].messages))
 
 
 async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(env: Env) -> None:
@@ -121,7 +122,7 @@ async def test_a_compaction_cut_short_by_a_kill_leaves_the_old_segment_current(e
                       display={"carried": True})
     assert [s.id for s in db.segments(session.id)] == [session.id]
     restored, _ = await env.manager().restore(session.id, env.cwd, ())
-    assert restored.transcript.session_id == session.id and len(restored.transcript.messages) == 6
+    assert restored.state.transcript.session_id == session.id and len(restored.state.transcript.messages) == 6
 
 
 async def test_deleting_a_compacted_session_deletes_every_segment(env: Env) -> None:

@@ -7,7 +7,6 @@ that ``repaired`` had to invent.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import random
 from collections.abc import Iterator
@@ -30,34 +29,43 @@ from acp_hermes.core.compression import (
     summary_request,
 )
 from acp_hermes.core.history import INTERRUPTED
+from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.provider import request_body
 from acp_hermes.model.types import ModelRequest
 from acp_hermes.testing.request_checks import request_problem
+from tests.support.wire import typed
 
-Message = dict[str, Any]
 _ids = itertools.count()
 
 
 # --- building histories ----------------------------------------------------------------------------
 
 
+def message(wire: dict[str, Any]) -> Message:
+    [made] = typed([wire])
+    return made
+
+
 def user(text: str) -> Message:
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
+    return message({"role": "user", "content": [{"type": "text", "text": text}]})
 
 
 def reply(text: str) -> Message:
-    return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    return message({"role": "assistant", "content": [{"type": "text", "text": text}]})
 
 
-def calls(*names: str, thought: str = "") -> Message:
+def calls(*names: str, thought: str = "", arguments: dict[str, Any] | None = None) -> Message:
     blocks: list[dict[str, Any]] = [{"type": "thinking", "thinking": thought, "signature": "sig"}] if thought else []
-    blocks += [{"type": "tool_use", "id": f"call-{next(_ids)}", "name": n, "input": {"path": f"/w/{n}"}} for n in names]
-    return {"role": "assistant", "content": blocks}
+    blocks += [{"type": "tool_use", "id": f"call-{next(_ids)}", "name": n, "input": arguments or {"path": f"/w/{n}"}}
+               for n in names]
+    return message({"role": "assistant", "content": blocks})
 
 
-def results(call_message: Message, size: int = 40) -> Message:
-    ids = [b["id"] for b in call_message["content"] if b["type"] == "tool_use"]
-    return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "x" * size} for i in ids]}
+def results(call_message: Message, size: int = 40, *, is_error: bool = False) -> Message:
+    ids = [call.id for call in call_message.calls()]
+    error = {"is_error": True} if is_error else {}
+    return message({"role": "user", "content": [{"type": "tool_result", "tool_use_id": i, "content": "x" * size,
+                                                  **error} for i in ids]})
 
 
 def text_turn(size: int = 40) -> list[Message]:
@@ -83,31 +91,30 @@ def history_of(turns: int, *, first: list[Message] | None = None, size: int = 40
 def assert_valid(history: list[Message]) -> None:
     body = request_body(ModelRequest(model="claude-test", system="system", messages=history))
     assert request_problem(body) is None
-    roles = [m["role"] for m in history]
+    roles = [m.role for m in history]
     assert roles[0] == "user"
     assert all(a != b for a, b in itertools.pairwise(roles)), roles
     for message in history:
-        kinds = [b["type"] for b in message["content"]]
+        kinds = [b.kind for b in message.blocks]
         assert kinds, "no empty messages"
         assert kinds == sorted(kinds, key=lambda k: k != "tool_result"), "results come first"
-        assert all(b.get("content") != INTERRUPTED for b in message["content"]), "a pair was broken"
+        assert all(b.content != INTERRUPTED for b in message.results()), "a pair was broken"
 
 
 def pairs_within(section: list[Message]) -> bool:
     """Every call in ``section`` is answered in it, and every result answers a call in it."""
-    blocks = [b for m in section for b in m["content"] if isinstance(b, dict)]
-    used = {b["id"] for b in blocks if b["type"] == "tool_use"}
-    answered = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
+    used = {call.id for m in section for call in m.calls()}
+    answered = {result.tool_use_id for m in section for result in m.results()}
     return used == answered
 
 
 def summary_blocks(history: list[Message]) -> list[str]:
-    texts = [b["text"] for m in history for b in m["content"] if b["type"] == "text"]
+    texts = [b.text for m in history for b in m.blocks if isinstance(b, Text)]
     return [t for t in texts if t.startswith(SUMMARY_MARKER)]
 
 
 def has_results(message: Message) -> bool:
-    return any(b["type"] == "tool_result" for b in message["content"])
+    return bool(message.results())
 
 
 # --- when ------------------------------------------------------------------------------------------
@@ -128,7 +135,7 @@ def test_should_compress(used: int, window: int, threshold: float, expected: boo
 
 
 @pytest.mark.parametrize(
-    ("message", "tokens"),
+    ("given", "tokens"),
     [
         (user("x" * 400), 100),
         ({"role": "user", "content": "x" * 401}, 101),  # plain string content, rounded up
@@ -141,8 +148,8 @@ def test_should_compress(used: int, window: int, threshold: float, expected: boo
         ({"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": "A" * 10**6}}]}, 1_600),
     ],
 )
-def test_estimate_tokens_counts_text_thinking_calls_and_results(message: Message, tokens: int) -> None:
-    assert estimate_tokens([message]) == tokens
+def test_estimate_tokens_counts_text_thinking_calls_and_results(given: Message | dict[str, Any], tokens: int) -> None:
+    assert estimate_tokens([given if isinstance(given, Message) else message(given)]) == tokens
 
 
 @pytest.mark.parametrize(
@@ -189,7 +196,7 @@ def test_a_minimum_landing_on_results_takes_the_call_too() -> None:
                             min_middle_tokens=0)
     assert plan is not None
     assert plan.tail_start == start - 1
-    assert any(b["type"] == "tool_use" for b in plan.tail[0]["content"])
+    assert plan.tail[0].calls()
 
 
 @pytest.mark.parametrize("budget", [2_000, 3_000, 5_000, 8_000])
@@ -235,20 +242,20 @@ def test_nothing_worth_compressing(messages: list[Message], kwargs: dict[str, An
 
 def test_pruning_shortens_long_outputs_outside_the_tail_only() -> None:
     old_call, new_call = calls("read"), calls("read")
-    old_long = results(old_call, 5_000)
-    old_long["content"][0]["is_error"] = True
+    old_long = results(old_call, 5_000, is_error=True)
     short_call = calls("grep")
     messages = [user("go"), old_call, old_long, short_call, results(short_call, 150),
                 new_call, results(new_call, 5_000)]
-    snapshot = copy.deepcopy(messages)
+    snapshot = list(messages)
 
     pruned = prune_old_tool_outputs(messages, protect_from=5, keep_chars=200)
 
     assert messages == snapshot, "the input is never modified"
-    old = pruned[2]["content"][0]
-    assert old["content"].startswith("[Older tool output pruned") and "200 of 5000" in old["content"]
-    assert old["content"].endswith("\n" + "x" * 200)
-    assert len(old["content"]) < 400 and old["is_error"] is True and old["tool_use_id"] == old_call["content"][0]["id"]
+    [old] = pruned[2].results()
+    assert isinstance(old.content, str)
+    assert old.content.startswith("[Older tool output pruned") and "200 of 5000" in old.content
+    assert old.content.endswith("\n" + "x" * 200)
+    assert len(old.content) < 400 and old.is_error is True and old.tool_use_id == old_call.calls()[0].id
     assert pruned[4] == messages[4], "a short output stays"
     assert pruned[6] == messages[6], "the protected tail stays"
     assert prune_old_tool_outputs(pruned, protect_from=5, keep_chars=100) == pruned, "pruned once is enough"
@@ -256,11 +263,12 @@ def test_pruning_shortens_long_outputs_outside_the_tail_only() -> None:
 
 def test_pruning_handles_block_list_outputs() -> None:
     call = calls("screenshot")
-    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["content"][0]["id"],
-                                           "content": [{"type": "image", "source": {"type": "base64", "data": "A"}},
-                                                       {"type": "text", "text": "caption"}]}]}
+    result = message({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.calls()[0].id,
+                                                   "content": [{"type": "image", "source": {"type": "base64",
+                                                                                            "data": "A"}},
+                                                               {"type": "text", "text": "caption"}]}]})
     pruned = prune_old_tool_outputs([user("go"), call, result], protect_from=3, keep_chars=10)
-    assert pruned[2]["content"][0]["content"].endswith("\n[image]\nca")
+    assert pruned[2].results()[0].text.endswith("\n[image]\nca")
 
 
 def test_a_plan_prunes_without_moving_its_boundaries() -> None:
@@ -270,7 +278,7 @@ def test_a_plan_prunes_without_moving_its_boundaries() -> None:
     pruned = plan.with_old_outputs_pruned()
     assert (pruned.head_end, pruned.tail_start) == (plan.head_end, plan.tail_start)
     assert pruned.tail == plan.tail
-    outputs = [b["content"] for m in pruned.head + pruned.middle for b in m["content"] if b["type"] == "tool_result"]
+    outputs = [b.text for m in pruned.head + pruned.middle for b in m.results()]
     assert outputs and all(len(o) < 400 for o in outputs)
 
 
@@ -278,8 +286,7 @@ def test_a_plan_prunes_without_moving_its_boundaries() -> None:
 
 
 def test_summary_request_renders_the_middle_compactly() -> None:
-    call = calls("read_file", thought="secret reasoning")
-    call["content"][-1]["input"] = {"path": "/w/app.py", "blob": "b" * 1_000}
+    call = calls("read_file", thought="secret reasoning", arguments={"path": "/w/app.py", "blob": "b" * 1_000})
     middle = [user("Fix the parser"), call, results(call, 5_000), reply("The parser is fixed.")]
     system, prompt = summary_request(middle, None, None)
     assert "summary" in system.lower()
@@ -352,13 +359,14 @@ def test_the_summary_keeps_roles_alternating_at_both_seams(
     history = compressed_history(plan, "  the summary  ")
     assert_valid(history)
     [holder] = [m for m in history if summary_blocks([m])]
-    assert holder["role"] == summary_role
-    others = [b for b in holder["content"] if not (b["type"] == "text" and b["text"].startswith(SUMMARY_MARKER))]
+    assert holder.role == summary_role
+    others = [b for b in holder.blocks if not (isinstance(b, Text) and b.text.startswith(SUMMARY_MARKER))]
+    first, last = holder.blocks[0], holder.blocks[-1]
     if summary_shares_with == "the tail's first message":
-        assert holder["content"][0]["text"].startswith(SUMMARY_MARKER)
-        assert others == plan.tail[0]["content"]
+        assert isinstance(first, Text) and first.text.startswith(SUMMARY_MARKER)
+        assert others == list(plan.tail[0].blocks)
     elif summary_shares_with == "the head's results":
-        assert others == plan.head[-1]["content"] and holder["content"][-1]["text"].startswith(SUMMARY_MARKER)
+        assert others == list(plan.head[-1].blocks) and isinstance(last, Text) and last.text.startswith(SUMMARY_MARKER)
     else:
         assert others == []
     assert history[: len(plan.head) - 1] == plan.head[:-1], "the head is kept verbatim"
@@ -385,12 +393,12 @@ def test_a_head_with_an_unanswered_call_gets_its_result() -> None:
     history = compressed_history(plan, "s")
     body = request_body(ModelRequest(model="claude-test", system="system", messages=history))
     assert request_problem(body) is None
-    assert [m["role"] for m in history] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant", "user", "assistant"]
 
 
 def test_compressing_does_not_modify_the_plan() -> None:
     messages = history_of(30)
-    snapshot = copy.deepcopy(messages)
+    snapshot = list(messages)
     plan = plan_compression(messages, tail_budget_tokens=0, min_middle_tokens=0)
     assert plan is not None
     compressed_history(plan.with_old_outputs_pruned(), "s")
@@ -421,10 +429,10 @@ def random_conversation(rng: random.Random, ids: Iterator[int]) -> list[Message]
                 blocks.append({"type": "text", "text": "p" * rng.randint(5, 300)})
             call_ids = [f"call-{next(ids)}" for _ in range(rng.randint(1, 3))]
             blocks += [{"type": "tool_use", "id": i, "name": "tool", "input": {"n": i}} for i in call_ids]
-            messages.append({"role": "assistant", "content": blocks})
-            messages.append({"role": "user", "content": [
+            messages.append(message({"role": "assistant", "content": blocks}))
+            messages.append(message({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": i, "content": "r" * rng.randint(1, 4_000)} for i in call_ids
-            ]})
+            ]}))
         messages.append(reply("a" * rng.randint(5, 1_500)))
     return messages
 
@@ -439,7 +447,7 @@ def test_generated_conversations_compress_into_valid_histories(seed: int) -> Non
                             min_middle_tokens=rng.choice([0, 1_000]))
     if plan is None:
         return
-    first_has_tools = any(b["type"] == "tool_use" for b in messages[1]["content"])
+    first_has_tools = bool(messages[1].calls())
     assert plan.head == messages[: 3 if first_has_tools else 2]
     for section in (plan.head, plan.middle, plan.tail):
         assert pairs_within(section), "a tool_use was split from its result"

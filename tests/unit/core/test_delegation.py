@@ -23,6 +23,7 @@ from acp_hermes.model.types import Usage
 from acp_hermes_tools import core_tools
 from acp_hermes_tools.registry import ToolError
 from acp_hermes_tools.toolsets import DEFAULT_CHILD_TOOLSETS, TOOLSETS
+from tests.support.wire import typed
 
 if TYPE_CHECKING:
     from acp_hermes.core.session import Session
@@ -78,7 +79,7 @@ def test_delegate_task_is_given_above_the_depth_limit_although_it_is_no_base_too
 def parent(toolsets: tuple[str, ...] = ("file", "search")) -> Session:
     """What ``_tasks`` reads of the parent session: its delegation settings."""
     settings = Settings(delegation=DelegationSettings(toolsets=list(toolsets)))
-    return cast("Session", SimpleNamespace(settings=settings))
+    return cast("Session", SimpleNamespace(services=SimpleNamespace(settings=settings)))
 
 
 @pytest.mark.parametrize(
@@ -174,12 +175,12 @@ def test_final_answer_is_the_last_assistant_text() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "file text"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Found "}, {"type": "text", "text": "it."}]},
     ]
-    assert final_answer(messages) == "Found it."
+    assert final_answer(typed(messages)) == "Found it."
     # A last message of only tool calls (a turn that stopped at its limit): the text before it counts.
     stopped = [*messages[:3], {"role": "assistant", "content": [
         {"type": "tool_use", "id": "t2", "name": "read_file", "input": {}}]}]
-    assert final_answer(stopped) == "First look."
-    assert final_answer([{"role": "user", "content": "x"}, {"role": "assistant", "content": "plain"}]) == "plain"
-    assert final_answer([{"role": "assistant", "content": [{"type": "text", "text": "  "}]}]) == ""
-    assert final_answer([{"role": "user", "content": "only a question"}]) == ""
+    assert final_answer(typed(stopped)) == "First look."
+    assert final_answer(typed([{"role": "user", "content": "x"}, {"role": "assistant", "content": "plain"}])) == "plain"
+    assert final_answer(typed([{"role": "assistant", "content": [{"type": "text", "text": "  "}]}])) == ""
+    assert final_answer(typed([{"role": "user", "content": "only a question"}])) == ""
     assert final_answer([]) == ""

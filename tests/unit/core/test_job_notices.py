@@ -116,7 +116,7 @@ async def ask(session: Session, prompt: str) -> str:
 def end_job(session: Session, release: Release) -> JobEnded:
     """Let job-1 end and wait (blocking) until its end is recorded: called inside a scripted reply."""
     release.release()
-    job = background_jobs(session.tools).find("job-1")
+    job = background_jobs(session.services.tools).find("job-1")
     assert job is not None and job.ended.wait(WAIT_LIMIT) and job.end is not None
     return job.end
 
@@ -189,7 +189,7 @@ async def test_a_job_ending_while_idle_is_shown_at_once_and_noted_at_the_next_tu
     _, rows = await env.manager().restore(session.id, env.cwd, ())
     replies = [m.text for m in stored_messages(rows) if isinstance(m, StoredReply) and m.text]
     assert replies == ["Started.", shown.text, "It finished.", "Yes."]  # replayed in its place, not sent
-    assert not any("⏹" in str(message) for message in session.transcript.messages)
+    assert not any("⏹" in str(message) for message in session.state.transcript.messages)
 
 
 async def test_a_job_ending_after_the_last_tool_call_is_shown_as_the_turn_ends(env: Env) -> None:
@@ -229,10 +229,10 @@ async def test_a_job_the_model_saw_end_through_process_is_not_noted(env: Env) ->
 
 async def test_the_hook_is_installed_by_the_first_turn(env: Env) -> None:
     async with live_session(env) as (session, _):
-        assert BACKGROUND_JOBS not in session.tools.state  # session/new stays cheap
+        assert BACKGROUND_JOBS not in session.services.tools.state  # session/new stays cheap
         env.provider.script(text("Hi."))
         await ask(session, "hello")
-        assert background_jobs(session.tools).on_end is not None
+        assert background_jobs(session.services.tools).on_end is not None
 
 
 def test_the_notice_is_one_line_with_the_command_quoted() -> None:

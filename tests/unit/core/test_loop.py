@@ -22,7 +22,9 @@ from acp_hermes.core.loop import (
 )
 from acp_hermes.core.steering import Steer, Steering
 from acp_hermes.core.transcript import StoredReply, Transcript, history_from_rows, stored_messages
+from acp_hermes.core.turn_input import TurnInput, UserPrompt
 from acp_hermes.core.user_prompt import TextPart
+from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta, ToolUseReady, Usage
 from acp_hermes_memory.session_db import SessionDB
 from acp_hermes_tools.clarify import ASKED_IN_CHAT, CLARIFY_TOOL
@@ -34,6 +36,7 @@ from acp_hermes_tools.registry import Access, Tool, ToolRegistry, ToolResult
 from acp_hermes_tools.todo import TODO_TOOL
 from tests.support.fake_provider import FakeProvider, text, thinking, tool_call, tool_calls
 from tests.support.tools import EventLog, RecordingGate, make_scope
+from tests.support.wire import blocks, wire
 
 pytestmark = pytest.mark.anyio
 
@@ -47,11 +50,13 @@ class Rig:
     log: EventLog
     transcript: Transcript
     db: SessionDB
+    hints: Any = None
 
     async def turn(self, prompt: str = "hello", max_iterations: int = 10) -> TurnResult:
         settings = TurnSettings(model="claude-test", max_tokens=1024, thinking_budget=None,
                                 max_iterations=max_iterations, cache_ttl="5m")
-        return await self.loop.run_turn([{"type": "text", "text": prompt}], prompt, [TextPart(prompt)], settings)
+        turn_input = TurnInput(UserPrompt((Text(prompt),), prompt, (TextPart(prompt),)), hints=self.hints)
+        return await self.loop.run_turn(turn_input, settings)
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.log.events if isinstance(e, kind)]
@@ -61,7 +66,7 @@ class Rig:
 
     def last_results(self, request: int) -> list[dict[str, Any]]:
         """The tool_result blocks of the last message of the ``request``-th model request."""
-        last = self.provider.requests[request].messages[-1]
+        last = wire(self.provider.requests[request].messages)[-1]
         assert last["role"] == "user"
         return [b for b in last["content"] if b["type"] == "tool_result"]
 
@@ -120,11 +125,11 @@ def make_rig(
     transcript = Transcript(SESSION, db)
     loop = AgentLoop(provider=provider, registry=ToolRegistry([*FILE_TOOLS, TODO_TOOL, *extra]), sink=log,  # type: ignore[arg-type]
                      transcript=transcript, system_prompt="You are a test.", make_context=context, scope=scope,
-                     hints=hints, controls=controls)
-    return Rig(loop, provider, log, transcript, db)
+                     controls=controls)
+    return Rig(loop, provider, log, transcript, db, hints)
 
 
-def assert_valid_as_stored(messages: list[dict[str, Any]]) -> None:
+def assert_valid_as_stored(messages: list[Message]) -> None:
     """The history needs no repair: every tool_use already has its result."""
     assert unanswered_calls(messages) == []
     assert repaired(messages) == messages
@@ -139,10 +144,10 @@ async def test_plain_text_turn_streams_text_and_ends(tmp_path: Path, db: Session
     assert len({e.message_id for e in rig.of(AgentText)}) == 1
     request = rig.provider.requests[0]
     assert request.system == "You are a test."
-    assert request.messages == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert wire(request.messages) == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     assert {t["name"] for t in request.tools} >= {"read_file", "todo"}
-    assert rig.transcript.messages[-1] == {"role": "assistant",
-                                           "content": [{"type": "text", "text": "Hello there, friend"}]}
+    assert wire(rig.transcript.messages)[-1] == {"role": "assistant",
+                                                 "content": [{"type": "text", "text": "Hello there, friend"}]}
     assert [r.role for r in db.messages(SESSION)] == ["user", "assistant"]
 
 
@@ -152,7 +157,7 @@ async def test_thinking_is_reported_and_stored(tmp_path: Path, db: SessionDB) ->
     assert [e.text for e in rig.of(AgentThought)] == ["let me see"]
     assert rig.shown_text() == "42"
     assert db.messages(SESSION)[-1].reasoning == "let me see"
-    assert rig.transcript.messages[-1]["content"][0]["type"] == "thinking"
+    assert wire(rig.transcript.messages)[-1]["content"][0]["type"] == "thinking"
 
 
 @pytest.mark.parametrize(("api_reason", "expected"), [
@@ -206,7 +211,8 @@ async def test_several_calls_in_one_message_are_all_answered_in_order(tmp_path: 
 
 UNPARSED: list[StreamEvent] = [
     ToolUseReady("toolu_unparsed", "read_file", None, '{"path": '),
-    Completed([{"type": "tool_use", "id": "toolu_unparsed", "name": "read_file", "input": {}}], "tool_use", Usage()),
+    Completed(blocks({"type": "tool_use", "id": "toolu_unparsed", "name": "read_file", "input": {}}), "tool_use",
+              Usage()),
 ]
 
 
@@ -268,7 +274,7 @@ async def test_budget_pressure_notes_ride_on_the_next_tool_result(tmp_path: Path
                              "then report what is done and what is left.]")
     assert "9 of 10 model calls used (90%). Wrap up now" in notes[9]
     assert all(m["role"] != "user" or isinstance(m["content"], list) or "budget" not in m["content"]
-               for m in rig.transcript.messages)  # no extra message: the note is inside a tool result
+               for m in wire(rig.transcript.messages))  # no extra message: the note is inside a tool result
 
 
 class BreakingProvider(FakeProvider):
@@ -295,7 +301,7 @@ async def test_model_error_ends_the_turn_with_a_clear_message(tmp_path: Path, db
     assert result.usage == Usage()
     assert "⚠️ The model API is overloaded (529)." in rig.shown_text()
     assert [r.role for r in db.messages(SESSION)] == ["user"]  # nothing was shown, nothing kept
-    assert rig.transcript.messages == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    assert wire(rig.transcript.messages) == [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
 
 
 async def test_model_error_mid_message_keeps_partial_and_closes_announced_calls(
@@ -309,7 +315,8 @@ async def test_model_error_mid_message_keeps_partial_and_closes_announced_calls(
     assert rig.shown_text().startswith("Let me look") and "The connection broke." in rig.shown_text()
     last = db.messages(SESSION)[-1]
     assert (last.role, last.content, last.finish_reason) == ("assistant", "Let me look", "incomplete")
-    assert rig.transcript.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Let me look"}]}
+    assert wire(rig.transcript.messages)[-1] == {"role": "assistant",
+                                                 "content": [{"type": "text", "text": "Let me look"}]}
     assert_valid_as_stored(rig.transcript.messages)
 
 
@@ -331,7 +338,7 @@ async def test_model_stopping_before_its_calls_run_closes_them(tmp_path: Path, d
     assert result.stop_reason == "max_tokens"
     [finished] = rig.of(ToolCallFinished)
     assert finished.status == "failed"
-    results = rig.transcript.messages[-1]["content"]
+    results = wire(rig.transcript.messages)[-1]["content"]
     assert results[0]["tool_use_id"] == finished.call_id and results[0]["is_error"] is True
     assert_valid_as_stored(rig.transcript.messages)
 
@@ -341,7 +348,7 @@ async def test_pause_turn_continues_with_another_model_call(tmp_path: Path, db: 
     rig = make_rig(tmp_path, db, provider)
     result = await rig.turn()
     assert (result.stop_reason, result.model_calls) == ("end_turn", 2)
-    assert provider.requests[1].messages[-1]["role"] == "assistant"
+    assert wire(provider.requests[1].messages)[-1]["role"] == "assistant"
 
 
 async def test_cancel_while_a_tool_runs_answers_every_call(tmp_path: Path, db: SessionDB) -> None:
@@ -354,7 +361,7 @@ async def test_cancel_while_a_tool_runs_answers_every_call(tmp_path: Path, db: S
         group.cancel_scope.cancel()
     [finished] = rig.of(ToolCallFinished)
     assert finished.status == "failed"
-    [block] = rig.transcript.messages[-1]["content"]
+    [block] = wire(rig.transcript.messages)[-1]["content"]
     assert block == {"type": "tool_result", "tool_use_id": finished.call_id, "content": CANCELLED_RESULT,
                      "is_error": True}
     assert db.messages(SESSION)[-1].role == "tool"
@@ -378,7 +385,7 @@ async def test_cancel_in_a_parallel_batch_keeps_finished_results(tmp_path: Path,
         group.cancel_scope.cancel()
     assert_valid_as_stored(rig.transcript.messages)
     read_id, wait_id = (e.call_id for e in rig.of(ToolCallStarted))
-    first, second = rig.transcript.messages[-1]["content"]
+    first, second = wire(rig.transcript.messages)[-1]["content"]
     assert first["tool_use_id"] == read_id and "finished" in first["content"] and not first.get("is_error")
     assert second["tool_use_id"] == wait_id and second["content"] == CANCELLED_RESULT
     assert {e.call_id: e.status for e in rig.of(ToolCallFinished)} == {read_id: "completed", wait_id: "failed"}
@@ -397,7 +404,7 @@ async def test_cancel_while_streaming_keeps_what_was_shown(tmp_path: Path, db: S
     assert finished.call_id == started.call_id and finished.status == "failed"
     last = db.messages(SESSION)[-1]
     assert (last.role, last.content, last.finish_reason) == ("assistant", "Checking", "cancelled")
-    assert rig.transcript.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Checking"}]}
+    assert wire(rig.transcript.messages)[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Checking"}]}
     assert_valid_as_stored(rig.transcript.messages)
 
 
@@ -417,7 +424,7 @@ async def test_a_question_for_the_chat_ends_the_turn_after_its_round(tmp_path: P
     assert not (tmp_path / "b.txt").exists()  # planned after the question: it waits for the answer
     question = "\n\nWhich one?\n\n1. a\n2. b\n\nReply with a number or in your own words."
     assert rig.shown_text() == "Let me check." + question
-    results = {b["tool_use_id"]: b["content"] for b in rig.transcript.messages[-1]["content"]}
+    results = {b["tool_use_id"]: b["content"] for b in wire(rig.transcript.messages)[-1]["content"]}
     assert results[ask_id] == ASKED_IN_CHAT and results[write_id] == NOT_RUN_AFTER_QUESTION
     assert_valid_as_stored(rig.transcript.messages)
     rows = db.messages(SESSION)
@@ -427,15 +434,15 @@ async def test_a_question_for_the_chat_ends_the_turn_after_its_round(tmp_path: P
 
     await rig.turn("b please")  # the answer: the next request pairs every call and ends with it
     sent = rig.provider.requests[1].messages
-    assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "b please"}]}
-    assert_valid_as_stored(sent)
+    assert wire(sent)[-1] == {"role": "user", "content": [{"type": "text", "text": "b please"}]}
+    assert_valid_as_stored(list(sent))
 
 
 # -- steering and budgets (TurnControls)
 
 
 def steer_of(text: str) -> Steer:
-    return Steer(({"type": "text", "text": "[steer]"}, {"type": "text", "text": text}), text, (TextPart(text),))
+    return Steer(blocks({"type": "text", "text": text}), text, (TextPart(text),))
 
 
 def steering_tool(steering: Steering, text: str) -> Tool:
@@ -470,7 +477,7 @@ async def test_a_steer_joins_the_results_the_next_request_carries(tmp_path: Path
                    controls=TurnControls(steering=steering))
     result = await rig.turn("find the rows")
     assert result.model_calls == 2  # no extra request
-    last = provider.requests[1].messages[-1]
+    last = wire(provider.requests[1].messages)[-1]
     assert [b["type"] for b in last["content"]] == ["tool_result", "text", "text"]
     assert last["content"][-1]["text"] == "use the other table"
     assert provider.requests[1].messages[0] == provider.requests[0].messages[0]  # what came before is unchanged
@@ -496,7 +503,7 @@ async def test_a_steer_waiting_when_the_model_ends_gets_one_more_request(tmp_pat
     rig = make_rig(tmp_path, db, provider, log=SteeringLog(), controls=TurnControls(steering=steering))
     result = await rig.turn()
     assert result.stop_reason == "end_turn" and result.model_calls == 2
-    assert [m["role"] for m in provider.requests[1].messages] == ["user", "assistant", "user"]
+    assert [m["role"] for m in wire(provider.requests[1].messages)] == ["user", "assistant", "user"]
     assert rig.shown_text() == "First.Short."
 
 
@@ -513,4 +520,4 @@ async def test_a_spent_budget_ends_the_turn_before_the_next_request(tmp_path: Pa
     assert stop in rig.shown_text()
     assert_valid_as_stored(rig.transcript.messages)  # the results of the call that ran are kept
     assert stop in db.messages(SESSION)[-1].content  # shown again on replay, never sent to the model
-    assert all(stop not in str(m) for m in rig.transcript.messages)
+    assert all(stop not in str(m) for m in wire(rig.transcript.messages))

@@ -11,6 +11,7 @@ from typing import Any
 from acp_hermes.core.events import CompactionStarting, SessionEnded, TaskDelegated, TurnEnded
 from acp_hermes.core.memory_providers import MemoryProviders
 from acp_hermes_tools.contracts import MemoryWritten
+from tests.support.wire import typed
 
 RECORDER = '''
 from acp_hermes_memory.providers import MemoryProvider
@@ -48,7 +49,8 @@ def test_each_event_becomes_the_hook_of_its_name(tmp_path: Path) -> None:
     (plugin / "__init__.py").write_text(RECORDER, encoding="utf-8")
     providers = MemoryProviders(["recorder"], home=tmp_path)
     providers.start_session("s1", tmp_path)  # waits for the plugin to load
-    conversation = [{"role": "user", "content": "hi"}]
+    conversation = typed([{"role": "user", "content": "hi"}])
+    as_hermes_takes_it = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]  # the API's form
 
     providers.publish("s1", TurnEnded("hi", "hello"))
     providers.publish("s1", MemoryWritten("add", "user", "Prefers tabs."))
@@ -62,9 +64,9 @@ def test_each_event_becomes_the_hook_of_its_name(tmp_path: Path) -> None:
         ("sync_turn", ("hi", "hello"), {"session_id": "s1"}),
         ("queue_prefetch", ("hi",), {"session_id": "s1"}),
         ("on_memory_write", ("add", "user", "Prefers tabs."), {}),
-        ("on_pre_compress", (conversation,), {}),
+        ("on_pre_compress", (as_hermes_takes_it,), {}),
         ("on_delegation", ("Fix the parser", "Fixed."), {"child_session_id": "child-1"}),
-        ("on_session_end", (conversation,), {}),
+        ("on_session_end", (as_hermes_takes_it,), {}),
     ], key=lambda call: call[0])
     assert calls.index(("sync_turn", ("hi", "hello"), {"session_id": "s1"})) < calls.index(
         ("queue_prefetch", ("hi",), {"session_id": "s1"}))  # the next recall warms up after the turn is told

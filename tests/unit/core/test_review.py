@@ -14,6 +14,7 @@ from acp_hermes.core.events import ToolCallFinished, ToolCallStarted
 from acp_hermes.core.review import MEMORY_REVIEW, Nudges
 from acp_hermes.core.session import Session
 from acp_hermes.core.transcript import ToolOutcome, stored_messages
+from acp_hermes.core.turn import nudge
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
 from acp_hermes.permissions.gate import PermissionQuestion
@@ -64,7 +65,7 @@ async def reviewing_session(env: Env, mode: str) -> tuple[Session, Spawner]:
     spawner = Spawner()
     session = await env.manager(spawn=spawner).create(env.cwd, ())
     session.set_choice("mode", mode)
-    session.nudges = Nudges(memory_interval=2, skill_interval=0)
+    session.services.nudges = Nudges(memory_interval=2, skill_interval=0)
     return session, spawner
 
 
@@ -78,7 +79,7 @@ async def test_a_review_writes_memory_beside_the_session_and_shows_what_it_wrote
     session, spawner = await reviewing_session(env, "accept-edits")
     await two_turns(env, session)
     assert len(spawner.jobs) == 1  # after the second user turn
-    history = list(session.transcript.messages)
+    history = list(session.state.transcript.messages)
     env.provider.script(REMEMBER, text("Saved."))
     await spawner.jobs[0]
 
@@ -87,7 +88,7 @@ async def test_a_review_writes_memory_beside_the_session_and_shows_what_it_wrote
     assert MEMORY_REVIEW in str(review_request.messages[-1])
     assert [t["name"] for t in env.provider.bodies[-2]["tools"]] == ["memory", "skills_list", "skill_view",
                                                                       "skill_manage"]
-    assert session.transcript.messages == history  # the conversation itself is untouched
+    assert session.state.transcript.messages == history  # the conversation itself is untouched
     started = [e for e in env.log.events if isinstance(e, ToolCallStarted) and e.title.startswith("Review: ")]
     assert [e.name for e in started] == ["memory"]
     finished = [e for e in env.log.events if isinstance(e, ToolCallFinished) and e.call_id == started[0].call_id]
@@ -147,22 +148,22 @@ async def test_in_default_mode_a_reviews_write_waits_for_the_users_next_prompt(
     await two_turns(env, session)
     env.provider.script(REMEMBER, text("Held."))
     await spawner.jobs[0]
-    assert not (env.runtime.paths.memories / "USER.md").exists() and len(session.proposals) == 1
+    assert not (env.runtime.paths.memories / "USER.md").exists() and len(session.services.proposals) == 1
 
     asker = Answering(answer)
-    session.gate.asker = asker
+    session.services.gate.asker = asker
     env.provider.script(text("three"))
     assert await session.prompt([TextPart("turn 2")]) == "end_turn"
     assert len(asker.questions) == 1 and asker.questions[0].title.startswith("Proposed by a review: ")
     assert asker.questions[0].display and "Prefers tabs" in str(asker.questions[0].display)
     assert ((env.runtime.paths.memories / "USER.md").exists() and "Prefers tabs" in
             (env.runtime.paths.memories / "USER.md").read_text()) is saved
-    assert session.proposals == []
+    assert session.services.proposals == []
 
 
 async def test_reviews_that_overlap_both_finish_and_close_cancels_them(env: Env) -> None:
     session, spawner = await reviewing_session(env, "accept-edits")
-    session.nudges = Nudges(memory_interval=1, skill_interval=0)
+    session.services.nudges = Nudges(memory_interval=1, skill_interval=0)
     await two_turns(env, session)
     assert len(spawner.jobs) == 2
     saved = iter(["Uses tabs.", "Works on the parser."])
@@ -184,7 +185,7 @@ async def test_reviews_that_overlap_both_finish_and_close_cancels_them(env: Env)
     env.runtime._provider = blocked  # type: ignore[assignment]
     blocked.script(REMEMBER)
     spawner.jobs.clear()
-    session._nudge(set(), 0)
+    nudge(session.state, session.services, set(), 0)
     async with anyio.create_task_group() as group:
         group.start_soon(lambda: spawner.jobs[0])
         await anyio.wait_all_tasks_blocked()

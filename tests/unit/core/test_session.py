@@ -13,14 +13,16 @@ import pytest
 from acp_hermes.core.errors import InvalidInput, SessionNotFoundError
 from acp_hermes.core.events import AgentText, ToolCallStarted, UsageReported
 from acp_hermes.core.history import INTERRUPTED, repaired, unanswered_calls
-from acp_hermes.core.session import PLAN_MODE_NOTE, Session
+from acp_hermes.core.session import Session
 from acp_hermes.core.transcript import StoredPrompt, StoredReply, ToolOutcome, stored_messages
+from acp_hermes.core.turn_input import PLAN_MODE_NOTE
 from acp_hermes.core.user_prompt import LinkPart, ResourcePart, TextPart
 from acp_hermes.model.types import ModelRequest, StreamEvent
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_tools.contracts import TextDisplay
 from tests.support.fake_provider import text, tool_call
 from tests.support.sessions import Env
+from tests.support.wire import blocks, wire
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +36,13 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
     env.provider.script(tool_call("read_file", {"path": "a.txt"}, preface="Looking."), text("It is apple."))
     session = await env.manager().create(env.cwd, ())
     assert await ask(session, "what is in a.txt?") == "end_turn"
-    live = session.transcript.messages
-    assert [m["role"] for m in live] == ["user", "assistant", "user", "assistant"]
+    live = session.state.transcript.messages
+    assert [m["role"] for m in wire(live)] == ["user", "assistant", "user", "assistant"]
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
     assert restored is not session
-    assert restored.transcript.messages == live
-    assert restored.system_prompt == session.system_prompt != ""
+    assert restored.state.transcript.messages == live
+    assert restored.state.system_prompt == session.state.system_prompt != ""
     shown = list(stored_messages(rows))
     assert [type(m) for m in shown] == [StoredPrompt, StoredReply, ToolOutcome, StoredReply]
     prompt, first, call, last = shown
@@ -48,7 +50,7 @@ async def test_prompt_is_stored_and_restored_with_the_same_history(env: Env) -> 
     assert isinstance(first, StoredReply) and first.text == "Looking."
     assert isinstance(call, ToolOutcome) and (call.name, call.ok, call.raw_input) == (
         "read_file", True, {"path": "a.txt"})
-    assert "apple" in call.text and call.result_block() == live[2]["content"][0]  # as the model read it
+    assert "apple" in call.text and call.result_block() == live[2].blocks[0]  # as the model read it
     assert isinstance(last, StoredReply) and last.text == "It is apple."
 
 
@@ -58,10 +60,10 @@ async def test_restored_session_continues_the_conversation(env: Env) -> None:
     await ask(session, "one")
     restored, _ = await env.manager().restore(session.id, env.cwd, ())
     assert await ask(restored, "two") == "end_turn"
-    sent = env.provider.requests[-1].messages
+    sent = wire(env.provider.requests[-1].messages)
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == [{"type": "text", "text": "first answer"}]
-    assert env.provider.requests[-1].system == session.system_prompt
+    assert env.provider.requests[-1].system == session.state.system_prompt
 
 
 async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
@@ -72,7 +74,7 @@ async def test_turn_usage_is_recorded_and_reported(env: Env) -> None:
     assert record is not None
     assert (record.input_tokens, record.output_tokens, record.api_call_count) == (10, 5, 1)
     [report] = [e for e in env.log.events if isinstance(e, UsageReported)]
-    assert report.used == 15 and session.last_context_tokens == 15
+    assert report.used == 15 and session.state.last_context_tokens == 15
 
 
 async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
@@ -80,7 +82,7 @@ async def test_set_choice_persists_and_survives_restore(env: Env) -> None:
     session.set_choice("mode", "plan")
     session.set_choice("model", "claude-other")
     session.set_choice("thought_level", "high")
-    assert session.gate.mode is Mode.PLAN
+    assert session.services.gate.mode is Mode.PLAN
     record = env.runtime.db.get_session(session.id)
     assert record is not None
     assert (record.mode, record.model, record.model_config) == ("plan", "claude-other", {"thought_level": "high"})
@@ -109,7 +111,7 @@ async def test_choices_shape_the_next_request(env: Env) -> None:
     await ask(session, "plan it")
     request = env.provider.requests[0]
     assert request.thinking_budget == env.runtime.settings.thinking_budgets["low"]
-    assert request.messages[0]["content"][-1] == {"type": "text", "text": PLAN_MODE_NOTE}
+    assert wire(request.messages)[0]["content"][-1] == {"type": "text", "text": PLAN_MODE_NOTE}
 
 
 async def test_close_ends_the_session_and_refuses_later_prompts(env: Env) -> None:
@@ -193,16 +195,16 @@ async def test_a_cancel_while_the_turn_is_prepared_stops_it_before_the_model_is_
 
 async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
-    transcript = session.transcript
-    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    transcript = session.state.transcript
+    await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     call = {"type": "tool_use", "id": "toolu_killed", "name": "terminal", "input": {"command": "make"}}
-    await transcript.add_assistant([call], message_id="m1", text="", reasoning="", stop_reason="tool_use",
+    await transcript.add_assistant(blocks(call), message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
 
     restored, rows = await env.manager().restore(session.id, env.cwd, ())
-    assert restored.transcript.messages[-1] == {"role": "user", "content": [
+    assert wire(restored.state.transcript.messages)[-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_killed", "content": INTERRUPTED, "is_error": True}]}
-    assert unanswered_calls(restored.transcript.messages) == []
+    assert unanswered_calls(restored.state.transcript.messages) == []
     assert rows[-1].role == "tool" and rows[-1].tool_call_id == "toolu_killed"
     assert env.runtime.db.messages(session.id)[-1].tool_call_id == "toolu_killed"  # stored, not only in memory
     [closed] = [m for m in stored_messages(rows) if isinstance(m, ToolOutcome)]
@@ -210,22 +212,22 @@ async def test_restore_closes_a_call_left_open_by_a_killed_process(env: Env) -> 
 
     env.provider.script(text("resumed"))
     assert await ask(restored, "continue") == "end_turn"
-    assert env.provider.requests[-1].messages == restored.transcript.messages[:-1]  # sent as stored, unrepaired
+    assert env.provider.requests[-1].messages == restored.state.transcript.messages[:-1]  # sent as stored, unrepaired
 
 
 async def test_restore_closes_a_call_whose_siblings_were_answered(env: Env) -> None:
     session = await env.manager().create(env.cwd, ())
-    transcript = session.transcript
-    await transcript.add_user([{"type": "text", "text": "go"}], "go", [TextPart("go")])
+    transcript = session.state.transcript
+    await transcript.add_user(blocks({"type": "text", "text": "go"}), "go", [TextPart("go")])
     calls = [{"type": "tool_use", "id": f"toolu_{n}", "name": "read_file", "input": {"path": n}} for n in "ab"]
-    await transcript.add_assistant(calls, message_id="m1", text="", reasoning="", stop_reason="tool_use",
+    await transcript.add_assistant(blocks(*calls), message_id="m1", text="", reasoning="", stop_reason="tool_use",
                                    output_tokens=3)
     done = ToolOutcome("toolu_a", "read_file", "Read a", "read", {"path": "a"}, "A", True, (TextDisplay("A"),), ())
     await transcript.add_tool_results([done])
 
     restored, _ = await env.manager().restore(session.id, env.cwd, ())
-    assert unanswered_calls(restored.transcript.messages) == []
-    assert repaired(restored.transcript.messages) == restored.transcript.messages
+    assert unanswered_calls(restored.state.transcript.messages) == []
+    assert repaired(restored.state.transcript.messages) == restored.state.transcript.messages
 
 
 async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, tmp_path: Path) -> None:
@@ -241,6 +243,6 @@ async def test_attached_files_count_as_touched_for_subdirectory_hints(env: Env, 
     far = ResourcePart(uri=f"file://{outside}/x.txt", text="x")
     assert await session.prompt([TextPart("look"), link, far]) == "end_turn"
     assert await session.prompt([TextPart("again"), link]) == "end_turn"
-    first, second = (str(request.messages[-1]["content"]) for request in env.provider.requests)
+    first, second = (str(wire(request.messages)[-1]["content"]) for request in env.provider.requests)
     assert "API rule: every handler validates its input." in first and "never loaded" not in first
     assert "API rule" not in second  # once per directory

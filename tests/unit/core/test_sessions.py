@@ -74,7 +74,7 @@ async def test_create_soon_answers_at_once_and_requests_wait_until_the_session_i
     session = await manager.get(new.id)  # waits for the build
     assert session.id == new.id and client.opened == [new.id]
     record = env.runtime.db.get_session(new.id)
-    assert record is not None and record.system_prompt == session.system_prompt != ""
+    assert record is not None and record.system_prompt == session.state.system_prompt != ""
 
 
 async def test_a_session_that_could_not_be_made_is_reported_to_whoever_asks_for_it(
@@ -131,7 +131,7 @@ async def test_a_child_session_is_made_by_the_same_call_with_its_own_sink(env: E
     child_log = EventLog()
     child = await manager.create(env.cwd, (), parent_id=parent.id,
                                  links=SessionLinks(sink=child_log, asker=env.asker, editor=LocalEditor()))  # type: ignore[arg-type]
-    assert child.id != parent.id and child.parent_id == parent.id and parent.parent_id is None
+    assert child.id != parent.id and child.state.parent_id == parent.id and parent.state.parent_id is None
     record = env.runtime.db.get_session(child.id)
     assert record is not None and record.parent_session_id == parent.id
     assert client.opened == [parent.id]  # the client is not told about the child
@@ -193,9 +193,33 @@ async def test_a_subagents_session_is_not_opened_on_its_own(env: Env) -> None:
     parent = await manager.create(env.cwd, ())
     spec = SubagentSpec(1, "Find the bug", frozenset({"read_file"}), 5, SessionGrants())
     child = await manager.create_child(parent, "child-1", spec, EventLog(), env.asker)  # type: ignore[arg-type]
-    assert child.subagent is spec and child.registry.names == ["read_file"]
+    assert child.subagent is spec and child.services.registry.names == ["read_file"]
     with pytest.raises(InvalidInput, match="subagent"):
         await handle(child, [TextPart("a prompt of the client's own")])
     await manager.end_child(child.id)
     with pytest.raises(InvalidInput, match="load its parent"):
         await SessionManager(env.runtime, Client(env).wiring(), lambda job: job.close()).restore(child.id, env.cwd, ())
+
+
+async def test_the_manager_keeps_a_parents_running_children_so_its_cancel_and_mode_reach_them(env: Env) -> None:
+    from acp_hermes.core.lineage import SubagentSpec
+    from acp_hermes.permissions.gate import SessionGrants
+
+    manager = env.manager()
+    parent = await manager.create(env.cwd, ())
+    other = await manager.create(env.cwd, ())
+    spec = SubagentSpec(1, "Find the bug", frozenset({"read_file"}), 5, SessionGrants())
+    first = await manager.create_child(parent, "child-1", spec, EventLog(), env.asker)  # type: ignore[arg-type]
+    second = await manager.create_child(parent, "child-2", spec, EventLog(), env.asker)  # type: ignore[arg-type]
+    assert list(manager.children_of(parent.id)) == [first, second] and list(manager.children_of(other.id)) == []
+
+    parent.set_choice("mode", "plan")
+    parent.cancel()
+    assert (first.choices.mode.value, second.choices.mode.value) == ("plan", "plan")
+    assert (first.cancel_epoch, second.cancel_epoch, other.cancel_epoch) == (1, 1, 0)
+
+    await manager.end_child("child-1")
+    assert list(manager.children_of(parent.id)) == [second] and first.closed and not second.closed
+    await manager.end_child("child-2")  # closed: its own cancel
+    parent.cancel()
+    assert list(manager.children_of(parent.id)) == [] and second.cancel_epoch == 2  # ended: not reached again

@@ -52,16 +52,17 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[Probe]:
 
 async def test_its_guidance_line_is_in_the_system_prompt_where_its_order_puts_it(env: Env, probe: Probe) -> None:
     session = await env.manager().create(env.cwd, ())
-    prompt = session.system_prompt
+    prompt = session.state.system_prompt
     assert f"- {PROBE_LINE}\n" in prompt
     assert prompt.index("`search_files`") < prompt.index(PROBE_LINE) < prompt.index("Prefer `patch`")  # 20 < 25 < 30
-    assert "probe_notes" in session.registry.names
+    assert "probe_notes" in session.services.registry.names
 
 
 async def test_a_child_given_its_toolset_gets_it_and_the_delegate_tool_says_so(env: Env, probe: Probe) -> None:
     session = await env.manager().create(env.cwd, ())
-    assert tool_names_for(["search"], session.base_tool_names(), may_delegate=False) == {"search_files", "probe_notes"}
-    assert "probe_notes" not in tool_names_for(["file", "terminal"], session.base_tool_names(), may_delegate=False)
+    available = session.services.base_tool_names()
+    assert tool_names_for(["search"], available, may_delegate=False) == {"search_files", "probe_notes"}
+    assert "probe_notes" not in tool_names_for(["file", "terminal"], available, may_delegate=False)
     assert "search (search_files, probe_notes)" in description()
 
 
@@ -72,7 +73,7 @@ async def test_the_review_offers_it_after_the_tools_it_had(env: Env, probe: Prob
         reviews.append(job) if getattr(job, "__name__", "") == "_review" else job.close()
 
     session = await env.manager(spawn=spawn).create(env.cwd, ())
-    session.nudges = Nudges(memory_interval=1, skill_interval=0)
+    session.services.nudges = Nudges(memory_interval=1, skill_interval=0)
     env.provider.script(text("Hello."))
     assert await session.prompt([TextPart("hi")]) == "end_turn"
     env.provider.script(text("Nothing to save."))

@@ -77,7 +77,7 @@ async def test_a_decline_is_asked_once_before_any_request_and_remembered(asking:
 async def test_trust_for_the_session_rebuilds_the_prompt_once_and_remembers_nothing(asking: Env) -> None:
     asker = Asker(asking.provider, "allow_once")
     session = await manager(asking, asker).create(asking.cwd)
-    before = session.system_prompt
+    before = session.state.system_prompt
     asking.provider.script(text("one"), text("two"))
     await handle(session, [TextPart("hi")])
     await handle(session, [TextPart("again")])

@@ -17,16 +17,19 @@ import httpx2
 import pytest
 
 from acp_hermes.config import Settings
+from acp_hermes.model.messages import Message
 from acp_hermes.model.provider import (
     MAX_CACHE_BREAKPOINTS,
     AnthropicProvider,
     IncompleteStream,
     NotAStream,
+    blocks_to_wire,
     describe_failure,
     request_body,
     retry_delay,
 )
 from acp_hermes.model.types import Completed, ModelError, ModelRequest, StreamEvent, TextDelta
+from tests.support.wire import typed
 
 EPHEMERAL = {"type": "ephemeral"}
 REQUEST = httpx2.Request("POST", "https://api.example.test/v1/messages")
@@ -38,8 +41,8 @@ def marked(body: dict[str, Any]) -> list[tuple[int, int]]:
     return [(m, b) for m, message in messages for b, block in enumerate(message["content"]) if "cache_control" in block]
 
 
-def turns(count: int) -> list[dict[str, Any]]:
-    return [{"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n}"} for n in range(count)]
+def turns(count: int) -> list[Message]:
+    return typed([{"role": "user" if n % 2 == 0 else "assistant", "content": f"turn {n}"} for n in range(count)])
 
 
 # -- request_body --------------------------------------------------------------------------------
@@ -71,7 +74,7 @@ def test_breakpoints_skip_thinking_and_empty_text_blocks() -> None:
         ]},
         {"role": "user", "content": [{"type": "redacted_thinking", "data": "x"}]},
     ]
-    body = request_body(ModelRequest("m", "sys", messages))
+    body = request_body(ModelRequest("m", "sys", typed(messages)))
     # message 2 has nothing cacheable, so its breakpoint goes to an earlier message
     assert marked(body) == [(0, 0), (1, 0)]
 
@@ -80,14 +83,14 @@ def test_the_callers_history_is_not_altered() -> None:
     messages = [{"role": "user", "content": [{"type": "text", "text": "a"}]}, {"role": "user", "content": "b"},
                 {"role": "assistant", "content": [{"type": "text", "text": "c"}]}]
     before = copy.deepcopy(messages)
-    request_body(ModelRequest("m", "sys", messages))
+    request_body(ModelRequest("m", "sys", typed(messages)))
     assert messages == before
 
 
 def test_same_role_neighbours_are_merged_into_one_message() -> None:
     messages = [{"role": "user", "content": "first"}, {"role": "user", "content": [{"type": "text", "text": "second"}]},
                 {"role": "assistant", "content": "reply"}]
-    body = request_body(ModelRequest("m", "", messages))
+    body = request_body(ModelRequest("m", "", typed(messages)))
     assert [m["role"] for m in body["messages"]] == ["user", "assistant"]
     assert [b["text"] for b in body["messages"][0]["content"]] == ["first", "second"]
 
@@ -232,7 +235,7 @@ async def test_a_whole_stream_yields_deltas_then_the_completed_message_with_usag
     assert events[0] == TextDelta("hi")
     done = events[-1]
     assert isinstance(done, Completed)
-    assert done.content == [{"type": "text", "text": "hi"}]
+    assert blocks_to_wire(done.content) == [{"type": "text", "text": "hi"}]
     assert (done.usage.input_tokens, done.usage.output_tokens, done.usage.cache_write_tokens) == (3, 7, 2)
     assert client.script[0].closed  # type: ignore[union-attr]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_hermes.core.steering import STEER_NOTE as AGENT_STEER_NOTE
+from acp_hermes.core.turn_input import STEER_NOTE as AGENT_STEER_NOTE
 from acp_hermes.testing import demo_model
 from acp_hermes.testing.demo_model import COUNT_SECONDS, COUNT_TO, DEFAULT_PROMPT, respond
 from acp_hermes.testing.scripted_model import MessageReply, ModelRequest, TextBlock, ToolUseBlock

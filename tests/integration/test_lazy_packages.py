@@ -123,6 +123,7 @@ SDK_CHECK = """
 import sys
 from acp_hermes.config import Settings
 from acp_hermes.model.provider import AnthropicProvider, describe_failure, load_sdk
+from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.types import ModelRequest, TextDelta
 from acp_hermes.testing.scripted_model import HttpError, MessageReply, ScriptedModelServer, TextBlock
 import anyio
@@ -131,7 +132,7 @@ replies = [MessageReply([TextBlock("Hello there", chunks=3)]), HttpError(401)]
 
 async def main(url):
     provider = AnthropicProvider(Settings(api_key="sk-ant-lazy", base_url=url, max_retries=0))
-    request = ModelRequest("claude-test", "sys", [{"role": "user", "content": "hi"}])
+    request = ModelRequest("claude-test", "sys", [Message("user", (Text("hi"),))])
     text = "".join([e.text async for e in provider.stream(request) if isinstance(e, TextDelta)])
     assert text == "Hello there", text
     try:
