@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 
 from acp_hermes_memory.session_db import SessionDB
+from acp_hermes_tools.sandbox import detect
 from tests.support.acp_harness import AgentProcess, EditorClient, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
-from tests.support.tool_checks import tool_result
+from tests.support.schema_check import RELEASE_UNSTABLE_SCHEMA_PATH, UNSTABLE_SCHEMA_PATH
+from tests.support.tool_checks import asked_ids, tool_result
 
 pytestmark = pytest.mark.anyio
 
@@ -31,6 +33,9 @@ SERVER = Path(__file__).resolve().parents[1] / "support" / "mcp_server.py"
 CONTEXT, HINT, SKILL, MESSAGE = "AGENTS-MARKER-71", "HINT-MARKER-72", "PROJECT-SKILL-73", "PROJECT-MESSAGE-74"
 MCP_TOOL = "mcp__docs__echo"
 TRUST_TITLE = "Trust the folder"
+# Forms (elicitation) are an unstable part of ACP: the wire of a run with forms is checked against the unstable schema.
+FORMS_SCHEMA = UNSTABLE_SCHEMA_PATH if UNSTABLE_SCHEMA_PATH.exists() else RELEASE_UNSTABLE_SCHEMA_PATH
+SANDBOX = detect()
 
 
 def system_text(request: dict[str, Any]) -> str:
@@ -243,23 +248,29 @@ async def test_a_workspace_that_carries_nothing_is_never_asked(
         assert agent.client.permission_requests == [] and agent.client.forms == []
 
 
-async def test_through_a_form(tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic) -> None:
+@pytest.mark.parametrize("answer", ["allow_once", "reject_once", "decline"])
+async def test_through_a_form(tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic, answer: str) -> None:
     fake = fake_anthropic
-    client = EditorClient(form_answers=[("accept", {"decision": "allow_once"})])
-    async with running_agent(tmp_path, fake, forms=True, client=client) as agent:
-        fake.script(text_reply("ok"))
-        fake.script_auxiliary(text_reply("A title"))
-        sid = await agent.new_session(cwd=repo)
-        assert await agent.prompt(sid, "hi") == "end_turn"
+    reply = ("decline", None) if answer == "decline" else ("accept", {"decision": answer})
+    client = EditorClient(form_answers=[reply])
+    async with running_agent(tmp_path, fake, forms=True, client=client, schema_path=FORMS_SCHEMA) as agent:
+        sid = await first_exchange(agent, fake, repo)
         assert agent.client.permission_requests == [] and len(agent.client.forms) == 1
         form = agent.client.forms[0]
         assert form["message"].startswith(f"**{TRUST_TITLE} {repo}?**") and "sub/AGENTS.md" in form["message"]
         choices = form["requestedSchema"]["properties"]["decision"]["oneOf"]
         assert sorted(choice["const"] for choice in choices) == [
             "allow_always", "allow_once", "reject_always", "reject_once"]
-        assert_everything_of_the_repository(fake, fake.stream_requests[0])
+        if answer == "allow_once":
+            assert_everything_of_the_repository(fake, fake.stream_requests[0])
+            assert HINT in tool_result(fake, "toolu_read")[0]
+            await agent.wait_for(lambda: "deploy" in menu(agent, sid))
+        else:  # "not now", or the form declined: nothing of the repository's
+            assert_nothing_of_the_repository(fake)
+            assert "deploy" not in menu(agent, sid)
     # For this session only: nothing remembered.
     assert not (tmp_path / "hermes-home" / "acp-hermes" / "trust.json").exists()
+    assert (tmp_path / "docs.pid").exists() is (answer == "allow_once")
 
 
 async def test_through_the_clients_own_trust_dialog(
@@ -291,6 +302,29 @@ async def test_through_the_clients_own_trust_dialog(
         assert agent.client.permission_requests == []
         loaded = await agent.conn.resume_session(cwd=str(repo), session_id=sid, mcp_servers=[])
         assert (loaded.field_meta or {})["workspace_trust"] == {"status": "trusted", "details": None}
+    # Remembered: a new agent process finds the repository trusted, and asks nothing.
+    async with running_agent(tmp_path, fake, forms=True, workspace_trust=True,
+                             client=EditorClient(form_answers=[])) as again:
+        response = await again.conn.new_session(cwd=str(repo), mcp_servers=[])
+        assert (response.field_meta or {})["workspace_trust"] == {"status": "trusted", "details": None}
+        fake.script(text_reply("ok"))
+        assert await again.prompt(response.session_id, "hi") == "end_turn"
+        assert again.client.permission_requests == [] and again.client.forms == []
+        assert_everything_of_the_repository(fake, fake.stream_requests[-1])
+
+
+async def test_a_declined_decision_from_the_clients_dialog_is_remembered(
+        tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake = fake_anthropic
+    async with running_agent(tmp_path, fake, workspace_trust=True) as agent:
+        decided = await agent.conn.ext_method("trust/decision", {"cwd": str(repo), "decision": "decline"})
+        assert decided["trust_status"] == "untrusted"
+        status = await agent.conn.ext_method("trust/status", {"cwd": str(repo)})
+        assert status["trust_status"] == "untrusted"
+        await first_exchange(agent, fake, repo)
+        assert agent.client.permission_requests == []
+        assert_nothing_of_the_repository(fake)
+    assert not (tmp_path / "docs.pid").exists()
 
 
 @pytest.mark.parametrize("how", ["flag", "environment"])
@@ -331,3 +365,60 @@ async def test_project_settings_cannot_widen_what_runs(
                     "checkpoints.keep"):
             assert f"`{key}`" in text, key
         assert MESSAGE in system_text(fake.stream_requests[-1])
+
+
+async def test_a_linked_worktree_is_decided_with_its_main_repository(
+        tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake = fake_anthropic
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], cwd=repo, check=True)
+    linked = tmp_path / "linked"
+    subprocess.run([*git, "worktree", "add", "-q", str(linked)], cwd=repo, check=True)
+    home = tmp_path / "home"
+    async with running_agent(tmp_path, fake, home=home, client=EditorClient(policy=Recorder(fake, "allow_always"))):
+        pass
+    recorder = Recorder(fake, "allow_always")
+    async with running_agent(tmp_path, fake, home=home, client=EditorClient(policy=recorder)) as agent:
+        fake.script(text_reply("ok"))
+        fake.script_auxiliary(text_reply("A title"))
+        sid = await agent.new_session(cwd=linked)
+        assert await agent.prompt(sid, "hi") == "end_turn"
+        (question,) = agent.client.permission_requests  # asked in the worktree, about the main repository
+        assert question["toolCall"]["title"] == f"{TRUST_TITLE} {repo}?"
+    stored = json.loads((home / "acp-hermes" / "trust.json").read_text(encoding="utf-8"))
+    assert list(stored["repositories"]) == [str(repo)]
+    async with running_agent(tmp_path, fake, home=home, client=EditorClient(policy=recorder)) as agent:
+        fake.script(text_reply("ok"))
+        sid = await agent.new_session(cwd=repo / "sub")  # the main repository, from a folder of it: decided
+        assert await agent.prompt(sid, "hi") == "end_turn"
+        assert agent.client.permission_requests == []
+
+
+@pytest.mark.skipif(not SANDBOX.available, reason=f"no OS sandbox here: {SANDBOX.detail}")
+@pytest.mark.parametrize("case", ["untrusted", "trusted", "users-reject"])
+async def test_shared_command_grants_hold_only_after_trust_and_the_users_rejects_win(
+        tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic, case: str) -> None:
+    fake = fake_anthropic
+    (repo / ".mcp.json").unlink()
+    write(repo / ".hermes" / "permissions.yaml", "allow_commands: [touch]\n")
+    home = tmp_path / "hermes-home"
+    if case == "users-reject":
+        write(home / "acp-hermes" / "permissions.yaml",
+              f"projects:\n  {json.dumps(str(repo))}:\n    reject_commands: [touch]\n")
+    env = {} if case == "untrusted" else {"ACP_HERMES_TRUST": "1"}
+    recorder = Recorder(fake, "reject_once", server="reject_once")
+    fake.script(tool_reply("terminal", {"command": "touch made-by-the-team"}, id="toolu_touch"), text_reply("done"))
+    fake.script_auxiliary(text_reply("A title"))
+    async with running_agent(tmp_path, fake, home=home, env=env, client=EditorClient(policy=recorder)) as agent:
+        sid = await agent.new_session(cwd=repo)
+        assert await agent.prompt(sid, "make the file") == "end_turn"
+        command_asked = "toolu_touch" in asked_ids(agent.client)
+    made = (repo / "made-by-the-team").exists()
+    if case == "trusted":  # the team's grant: in the sandbox, no question
+        assert made and not command_asked
+    elif case == "untrusted":  # declined: the grant does not apply; the command is asked about (and refused)
+        assert not made and command_asked
+    else:  # the user's own "always reject" wins over the team's grant
+        assert not made and not command_asked
+        assert "toolu_touch" in json.dumps(fake.stream_requests[-1]["messages"][-1])
