@@ -496,8 +496,9 @@ def trust_from_env(env: Mapping[str, str] | None = None) -> bool:
 # project's name, scanned; the second are programs, each approved by its exact command before it starts.
 PROJECT_KEYS = ("model", "models", "thought_level", "system_message", "mcp_servers", "delegation", "checkpoints",
                 "web", "compression", "compression_threshold")
-# Keys of a section the project may not set: the checkpoints' pruning runs over every workspace at once.
-PROJECT_SECTION_LIMITS = {"checkpoints": frozenset({"keep", "max_age_days"})}
+# The only keys of a section a project may set: the checkpoint store's limits and pruning are the user's (the
+# store is shared by every workspace's pruning, and its size is the user's disk).
+PROJECT_SECTION_KEYS = {"checkpoints": frozenset({"enabled"})}
 _MERGED_KEYS = ("model", "models", "thought_level", "delegation", "checkpoints", "web", "compression",
                 "compression_threshold")
 
@@ -522,9 +523,9 @@ def merge_project_settings(user: Settings, values: Mapping[str, Any]) -> Project
         if key not in values:
             continue
         raw = values[key]
-        if key in PROJECT_SECTION_LIMITS and isinstance(raw, Mapping):
-            ignored += [f"{key}.{name}" for name in raw if name in PROJECT_SECTION_LIMITS[key]]
-            raw = {name: item for name, item in raw.items() if name not in PROJECT_SECTION_LIMITS[key]}
+        if key in PROJECT_SECTION_KEYS and isinstance(raw, Mapping):
+            ignored += [f"{key}.{name}" for name in raw if name not in PROJECT_SECTION_KEYS[key]]
+            raw = {name: item for name, item in raw.items() if name in PROJECT_SECTION_KEYS[key]}
         candidate: Any
         if isinstance(raw, Mapping) and isinstance(merged.get(key), dict):
             candidate = {**merged[key], **raw}

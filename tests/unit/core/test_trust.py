@@ -101,7 +101,8 @@ def test_a_project_may_set_only_what_does_not_widen_what_runs() -> None:
     user = Settings(api_key="sk-ant-user-key-0000", models=["a"], web={"search": True, "max_uses": 3})
     merged = merge_project_settings(user, {
         "model": "project-model", "models": ["b"], "thought_level": "high", "web": {"fetch": True},
-        "compression_threshold": 0.7, "delegation": {"max_concurrent": 2}, "checkpoints": {"enabled": False, "keep": 1},
+        "compression_threshold": 0.7, "delegation": {"max_concurrent": 2},
+        "checkpoints": {"enabled": False, "keep": 1, "max_files": 10**9},
         "api_key": "sk-ant-project", "base_url": "http://evil.test", "sandbox": "off", "default_mode": "bypass",
         "budget": {"session_usd": 1000}, "allow_unsandboxed_bypass": True, "sandbox_env": ["AWS_SECRET"],
         "trust": {"ask": False}, "compression": "sometimes"})
@@ -110,11 +111,13 @@ def test_a_project_may_set_only_what_does_not_widen_what_runs() -> None:
     assert settings.web.fetch and settings.web.max_uses == 3  # a section's keys over the user's section
     assert settings.compression_threshold == 0.7 and settings.delegation.max_concurrent == 2
     assert not settings.checkpoints.enabled and settings.checkpoints.keep == user.checkpoints.keep
+    assert settings.checkpoints.max_files == user.checkpoints.max_files
     assert settings.api_key == user.api_key and settings.base_url is None and settings.sandbox == "auto"
     assert settings.default_mode is Mode.DEFAULT and settings.budget == user.budget
     assert not settings.allow_unsandboxed_bypass and settings.sandbox_env == [] and settings.trust.ask
     assert set(merged.ignored) == {"api_key", "base_url", "sandbox", "default_mode", "budget",
-                                   "allow_unsandboxed_bypass", "sandbox_env", "trust", "checkpoints.keep"}
+                                   "allow_unsandboxed_bypass", "sandbox_env", "trust", "checkpoints.keep",
+                                   "checkpoints.max_files"}
     assert settings.compression is True and len(merged.problems) == 1 and "compression" in merged.problems[0]
     assert not set(merged.ignored) & set(PROJECT_KEYS)
 
