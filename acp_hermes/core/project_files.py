@@ -186,21 +186,30 @@ def _shown(path: Path) -> str:
 
 def _hint_files(root: Path, names: Iterable[str], *, own: bool = False) -> list[Path]:
     """Subdirectory instruction files below ``root`` (its own too with ``own``: the workspace's are its
-    context files, an additional directory's are hints)."""
-    names = tuple(names)
-    found: list[Path] = []
-    queue: deque[tuple[Path, int]] = deque([(root, 0)])
-    looked = 0
-    while queue and looked < HINT_FOLDERS:
-        folder, depth = queue.popleft()
-        looked += 1
-        for entry in _entries(folder):
-            if (depth > 0 or own) and entry.name in names and _entry_is_file(entry):
-                found.append(Path(entry.path))
+    context files, an additional directory's are hints), sorted. Level by level, unsorted within a level:
+    a workspace with nothing to find is the common case, and its search should cost as little as it can."""
+    wanted = frozenset(names)
+    found: list[str] = []
+    level, looked = [str(root)], 0
+    for depth in range(HINT_DEPTH + 1):
+        deeper: list[str] = []
+        for folder in level:
+            if looked >= HINT_FOLDERS:
+                break
+            looked += 1
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if name in wanted:
+                            if (depth > 0 or own) and _entry_is_file(entry):
+                                found.append(entry.path)
+                        elif depth < HINT_DEPTH and _descend(entry):
+                            deeper.append(entry.path)
+            except OSError:
                 continue
-            if depth < HINT_DEPTH and _descend(entry):
-                queue.append((Path(entry.path), depth + 1))
-    return found
+        level = deeper
+    return [Path(path) for path in sorted(found)]
 
 
 def _skill_folders(root: Path) -> list[Path]:

@@ -36,14 +36,13 @@ from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     from acp_hermes.config import ProjectSettings, Settings
+    from acp_hermes.core.choices import SessionChoices
     from acp_hermes.core.project_files import Gated, ProjectFiles
     from acp_hermes.core.runtime import Runtime
-    from acp_hermes.core.choices import SessionChoices
     from acp_hermes.core.state import SessionState
-    from acp_hermes.permissions.gate import PermissionGate
-    from acp_hermes_tools.mcp.servers import McpServers
-    from acp_hermes.permissions.gate import PermissionOption, PermissionQuestion
+    from acp_hermes.permissions.gate import PermissionGate, PermissionOption, PermissionQuestion
     from acp_hermes_memory.trust_store import Repository
+    from acp_hermes_tools.mcp.servers import McpServers
     from acp_hermes_tools.mcp.specs import McpServerSpec
 
 log = logging.getLogger(__name__)

@@ -151,3 +151,32 @@ async def test_shared_commands_hold_only_in_the_sandbox_and_the_users_rejects_wi
     store.remember(project, ["make"], allow=False)  # the user's own "always reject"
     gate._project_grants = None  # read again, as a new session would
     assert outcome("make", sandbox=True, grants=await gate.grants()) == "refuse"
+
+
+async def test_the_home_folder_is_trusted_for_a_session_at_most(asking: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(asking.cwd))  # the workspace is the user's home folder
+    asker = Asker(asking.provider, "allow_once")
+    session = await manager(asking, asker).create(asking.cwd)
+    asking.provider.script(text("one"))
+    await handle(session, [TextPart("hi")])
+    (question,) = asker.questions
+    assert sorted(option.option_id for option in question.options) == ["allow_once", "reject_once"]
+    assert "PROJECT-RULES-5" in asking.provider.requests[0].system  # trusted, for this session
+    assert not asking.runtime.paths.trust_file.exists()  # and nothing remembered
+    asking.runtime.trust_store.decide(asking.cwd, trusted=True)  # even a hand-written entry is not read for home
+    assert open_trust(asking.runtime, asking.cwd).standing == "undecided"
+
+
+async def test_a_server_the_users_config_names_keeps_its_name(asking: Env) -> None:
+    (asking.cwd / ".mcp.json").write_text('{"mcpServers": {"docs": {"command": "project-docs"}, '
+                                          '"extra": {"command": "project-extra"}}}', encoding="utf-8")
+    asking.runtime.settings = Settings(sandbox="off", mcp_servers={"docs": {"command": "my-docs"}})
+    asker = Asker(asking.provider, "allow_once")
+    session = await manager(asking, asker).create(asking.cwd)
+    asking.provider.script(text("one"))
+    await handle(session, [TextPart("hi")])
+    servers = session.services.mcp
+    assert servers is not None
+    assert sorted((c.name, c.spec.command, c.spec.source) for c in servers.connections) == [
+        ("docs", "my-docs", "config"), ("extra", "project-extra", "project")]
+    session.close()
