@@ -290,12 +290,16 @@ async def before_turn(session: Session) -> None:
             return
         if not trust.asked:
             trust.asked = True
-            if trust.standing == "undecided":
+            restored = trust.prompt_trusted is None  # its system prompt as stored, built in another standing
+            if trust.standing == "undecided" or (restored and not trust.trusted):
                 from acp_hermes.core.project_files import find_gated
 
                 gated = await anyio.to_thread.run_sync(find_gated, trust.workspace, trust.extra)
-                if not gated.empty:
+                if not gated.empty and trust.standing == "undecided":
                     await _ask_trust(session, gated)
+                if not gated.empty and not trust.trusted and trust.prompt_trusted is None:
+                    # A restored session's stored prompt may carry what is not trusted (any more): built again.
+                    await session.services.follow_trust(session.state)
         if trust.trusted:
             await _approve_servers(session)
         trust.settled = True

@@ -422,3 +422,25 @@ async def test_shared_command_grants_hold_only_after_trust_and_the_users_rejects
     else:  # the user's own "always reject" wins over the team's grant
         assert not made and not command_asked
         assert "toolu_touch" in json.dumps(fake.stream_requests[-1]["messages"][-1])
+
+
+async def test_a_session_loaded_where_trust_was_withdrawn_loses_what_its_stored_prompt_had(
+        tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic) -> None:
+    from tests.integration.test_cli import run_cli
+
+    fake = fake_anthropic
+    home = tmp_path / "home"
+    async with running_agent(tmp_path, fake, home=home,
+                             client=EditorClient(policy=Recorder(fake, "allow_always"))) as agent:
+        sid = await first_exchange(agent, fake, repo)
+        assert CONTEXT in system_text(fake.stream_requests[-1])
+    forgot = run_cli("trust", "remove", str(repo), home=home)
+    assert forgot.returncode == 0, forgot.stderr
+    recorder = Recorder(fake, "reject_once")
+    async with running_agent(tmp_path, fake, home=home, client=EditorClient(policy=recorder)) as agent:
+        await agent.conn.load_session(cwd=str(repo), session_id=sid, mcp_servers=[])
+        fake.script(text_reply("after"))
+        assert await agent.prompt(sid, "go on") == "end_turn"
+        assert len(agent.client.permission_requests) == 1  # asked again: the decision was forgotten
+        last = fake.stream_requests[-1]
+        assert CONTEXT not in system_text(last) and SKILL not in system_text(last) and MCP_TOOL not in tool_names(last)
