@@ -180,3 +180,20 @@ async def test_a_server_the_users_config_names_keeps_its_name(asking: Env) -> No
     assert sorted((c.name, c.spec.command, c.spec.source) for c in servers.connections) == [
         ("docs", "my-docs", "config"), ("extra", "project-extra", "project")]
     session.close()
+
+
+async def test_with_ask_off_a_projects_server_is_still_asked_about_by_its_command(asking: Env) -> None:
+    (asking.cwd / ".mcp.json").write_text('{"mcpServers": {"docs": {"command": "project-docs", "args": ["-v"]}}}',
+                                          encoding="utf-8")
+    asking.runtime.settings = Settings(sandbox="off", trust={"ask": False})
+    asker = Asker(asking.provider, "reject_once")
+    session = await manager(asking, asker).create(asking.cwd)
+    assert "PROJECT-RULES-5" in session.state.system_prompt  # trusted by the config: no trust question
+    asking.provider.script(text("one"), text("two"))
+    await handle(session, [TextPart("hi")])
+    await handle(session, [TextPart("again")])
+    (question,) = asker.questions  # the server's, once: "don't start it" holds for the session
+    assert question.title == f"Start the MCP server docs of {asking.cwd.name}?"
+    assert "`project-docs -v`" in question.display[0].text  # type: ignore[attr-defined]
+    assert [option.option_id for option in question.options] == ["allow_once", "reject_once"]  # no "always"
+    assert session.services.mcp is None
