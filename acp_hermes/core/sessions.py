@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.lineage import SubagentSpec
+    from acp_hermes.core.rewind import MessagePoint
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
     from acp_hermes_tools.mcp.specs import McpServerSpec
     from acp_hermes_tools.registry import Tool
@@ -100,6 +101,16 @@ class NewSession:
 
     id: str
     choices: SessionChoices
+
+
+@value
+class Forked:
+    """A fork, and when it was cut at a message before a turn that changed files, the checkpoint that
+    ``/rollback`` in the source would take them back to: files are not forked, so its workspace holds
+    what the later turns left."""
+
+    session: Session
+    rollback: int | None = None
 
 
 @value
@@ -311,8 +322,10 @@ class SessionManager:
         return stored
 
     async def fork(self, source_id: str, cwd: Path, extra: tuple[Path, ...] = (), *,
-                   mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
-        """A new session holding a copy of ``source_id``'s conversation as it is now."""
+                   mcp_servers: Sequence[McpServerSpec] = (), at: MessagePoint | None = None) -> Forked:
+        """A new session holding a copy of ``source_id``'s conversation as it is now, or up to the
+        message ``at`` names, that message included (with the results of its tool calls). The source is
+        left as it was."""
         source = self._live.get(source_id)
         if source is not None and source.subagent is not None:
             raise not_for_a_subagent(source_id, source.state.parent_id, FORK_THE_PARENT)
@@ -321,15 +334,36 @@ class SessionManager:
         new_id = str(uuid.uuid4())
         opening = self._opening[new_id] = _Opening()
         try:
-            stored = await anyio.to_thread.run_sync(self._store_fork, source_id, new_id, cwd, extra, choices)
+            stored, last_row = await anyio.to_thread.run_sync(self._store_fork, source_id, new_id, cwd, extra,
+                                                              choices, at)
             session = self._open(stored, cwd, extra, None, mcp_servers, None)
         finally:
             self._opening.pop(new_id, None)
             opening.finish()
-        return session
+        if last_row is None or not self.runtime.settings.checkpoints.enabled:
+            return Forked(session)
+        return Forked(session, await self._rollback_for(source, source_id, last_row))
+
+    async def _rollback_for(self, source: Session | None, source_id: str, last_row: int) -> int | None:
+        """The source's checkpoint that ``/rollback`` would take its files back to at row ``last_row``."""
+        from acp_hermes.core.rewind import rollback_for
+
+        if source is not None:
+            checkpoints = source.services.checkpoints
+        else:
+            from acp_hermes.core.checkpoints import SessionCheckpoints
+
+            record = await anyio.to_thread.run_sync(self.runtime.db.get_session, source_id)
+            if record is None or not record.cwd:
+                return None
+            workspace = Path(record.cwd)
+            checkpoints = SessionCheckpoints(source_id, lambda: self.runtime.checkpoints_for(workspace),
+                                             lambda _: None)
+        return rollback_for(await checkpoints.entries(), last_row)
 
     def _store_fork(self, source_id: str, new_id: str, cwd: Path, extra: tuple[Path, ...],
-                    live_choices: tuple[str, str, dict[str, Any]] | None) -> _Stored:
+                    live_choices: tuple[str, str, dict[str, Any]] | None,
+                    at: MessagePoint | None) -> tuple[_Stored, int | None]:
         db = self.runtime.db
         if live_choices is not None:  # the live source's choices as they are now
             mode, model, config = live_choices
@@ -342,12 +376,18 @@ class SessionManager:
         # A fork never has a first exchange of its own to be named after: it starts from the source's name.
         title = f"{source_record.title} (fork)" if source_record.title else None
         latest = db.segments(source_id)[-1].id  # after compactions: the history as it is now
+        last_row = None
+        if at is not None:
+            from acp_hermes.core.rewind import locate
+
+            last_row = locate(db, source_id, at).last_row
         record = db.fork_session(
             latest, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title,
             model=source_record.model, mode=source_record.mode, model_config=source_record.model_config,
+            up_to=last_row,
         )
         self.runtime.import_session_code()
-        return self._read(record, db.messages(new_id))
+        return self._read(record, db.messages(new_id)), last_row
 
     def _read(self, record: SessionRecord, rows: Sequence[MessageRecord]) -> _Stored:
         """What the live session for a stored one is built from, and its rows as the session now
