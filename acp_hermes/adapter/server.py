@@ -293,10 +293,11 @@ class HermesAgent:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         forked = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers), at=at)
-        session = forked.session
-        if session.title:
-            self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
-        return {"sessionId": session.id, **self._choices_state(session.choices), **timeline.fork_meta(forked.rollback)}
+        if forked.title:
+            self.spawn(self.link.update(forked.session_id, {"sessionUpdate": "session_info_update",
+                                                            "title": forked.title}))
+        return {"sessionId": forked.session_id, **self._choices_state(forked.choices),
+                **timeline.fork_meta(forked.rollback)}
 
     @translated
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
