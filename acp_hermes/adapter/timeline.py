@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # loaded when a client first forks at a message or rewinds, not on the way to initialize
-    from acp_hermes.core.rewind import MessagePoint, Truncation
+    from acp_hermes.core.rewind import MessagePoint
     from acp_hermes.core.session import Session
+    from acp_hermes.core.truncation import Truncation
 
 REWIND_METHOD = "session/rewind"
 EDIT_PROMPT_METHOD = "session/edit_prompt"

@@ -23,7 +23,8 @@ import anyio
 
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes.core.rollback import RollbackResult, rollback
-from acp_hermes.core.transcript import StoredPrompt, StoredReply, is_steer, stored_message_id, stored_messages
+from acp_hermes.core.transcript import is_steer, stored_message_id
+from acp_hermes.core.truncation import Truncation, cut_conversation
 from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
@@ -76,16 +77,6 @@ class Located:
     role: str  # "user" or "assistant"
 
 
-@value
-class Truncation:
-    """What a cut took out of the conversation and what it ends with now."""
-
-    dropped: int  # stored rows set aside
-    removed: tuple[str, ...]  # ids of the messages no longer shown, in order
-    last_message_id: str | None  # the message it ends with now (None: nothing is left)
-    remaining: int  # messages (prompts and replies) it still shows
-
-
 _ROW_NAMED = re.compile(r"(?:user|agent)-(\d+)")  # ids of rows stored before messages kept their own
 
 
@@ -96,34 +87,23 @@ def locate(db: SessionDB, session_id: str, point: MessagePoint) -> Located:
     legacy = _ROW_NAMED.fullmatch(point.message_id)
     found = db.message_named(segment, point.message_id, ("client_message_id", "message_id"),
                              int(legacy.group(1)) if legacy else None)
-    if found is None and point.fingerprint is not None:
-        prompts = [row for row in _prompts(db.conversation(session_id))
-                   if fingerprint(row.content) == point.fingerprint]
-        row = prompts[point.occurrence - 1] if 0 < point.occurrence <= len(prompts) else None
-        if row is not None and row.session_id == segment:
-            found = (row.id, row.role)
+    earlier = False  # named by a message only a segment a compaction ended holds
     if found is None:
-        earlier = any(stored_message_id(row) == point.message_id for row in db.conversation(session_id)
-                      if row.session_id != segment)
+        rows = db.conversation(session_id)
+        earlier = any(stored_message_id(row) == point.message_id for row in rows if row.session_id != segment)
+        if not earlier and point.fingerprint is not None:
+            prompts = [row for row in _prompts(rows) if fingerprint(row.content) == point.fingerprint]
+            row = prompts[point.occurrence - 1] if 0 < point.occurrence <= len(prompts) else None
+            if row is not None and row.session_id == segment:
+                found = (row.id, row.role)
+            earlier = row is not None and row.session_id != segment
+    if found is None:
         if earlier:
             raise InvalidInput(f"message {point.message_id!r} was summarised by a compaction since: the "
                                "conversation can no longer be cut there")
         raise InvalidInput(f"message {point.message_id!r} is not a message of session {session_id}")
     row_id, role = found
     return Located(point.message_id, row_id, db.message_end(segment, row_id), role)
-
-
-async def cut_conversation(state: SessionState, services: SessionServices, first_row: int) -> Truncation:
-    """Take the messages stored from ``first_row`` on out of the model's history and the replay (set
-    aside, still searchable): the one conversation half of every rewind."""
-    db = services.db
-    before = await anyio.to_thread.run_sync(db.conversation, state.id)
-    removed = tuple(message.message_id for message in stored_messages([r for r in before if r.id >= first_row])
-                    if isinstance(message, StoredPrompt | StoredReply))
-    dropped = await state.rewind_conversation(db, first_row)
-    kept = [message for message in stored_messages([r for r in before if r.id < first_row])
-            if isinstance(message, StoredPrompt | StoredReply)]
-    return Truncation(dropped, removed, kept[-1].message_id if kept else None, len(kept))
 
 
 def fingerprint(text: str) -> str:

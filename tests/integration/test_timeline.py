@@ -16,11 +16,19 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from acp import RequestError
 
-from tests.support.acp_harness import AgentProcess, running_agent
-from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, thinking_then_text, tool_reply
+from tests.support.acp_harness import CANCEL_LIMIT, AgentProcess, PromptTask, running_agent
+from tests.support.fake_anthropic import (
+    FakeAnthropic,
+    slow_text_reply,
+    text_reply,
+    texts_of,
+    thinking_then_text,
+    tool_reply,
+)
 from tests.support.schema_check import RELEASE_UNSTABLE_SCHEMA_PATH, UNSTABLE_SCHEMA_PATH, AcpSchema, with_drafts
 
 pytestmark = pytest.mark.anyio
@@ -169,6 +177,31 @@ async def test_rewind_and_edit_prompt_truncate_and_continue(tmp_path: Path, fake
         shown = [(u["messageId"], u["content"]["text"]) for u in loaded.updates(sid, "user_message_chunk")]
         assert shown == [("m1", "one"), ("m2", "TWO")]
         assert loaded.agent_text(sid) == "one doneTWO done"
+
+
+async def test_a_rewind_cancels_the_running_turn_first(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    """A turn running when ``session/rewind`` arrives is cancelled, then the conversation is cut: the
+    prompt answers ``cancelled`` and neither it nor its partial answer reaches the next request."""
+    fake_anthropic.script(text_reply("one done"), slow_text_reply(60, 0.05, text="a long answer, streamed slowly"))
+    fake_anthropic.script_auxiliary(text_reply("Busy"))
+    async with running_agent(tmp_path, fake_anthropic, schema_path=drafts()) as agent:
+        sid = await agent.new_session()
+        await prompt(agent, sid, "one", "m1")
+        [one_done] = agent_ids(agent, sid)
+        task = PromptTask(agent, sid)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "two")
+            await agent.wait_for_update(sid, "agent_message_chunk", count=2)  # the slow answer is streaming
+            rewound = await agent.conn._conn.send_request("session/rewind", {"sessionId": sid, "toMessageId": one_done})
+            with anyio.fail_after(CANCEL_LIMIT):
+                await task.done.wait()
+        assert task.stop_reason == "cancelled"
+        assert rewound == {"remainingMessageCount": 2, "lastMessageId": one_done}
+        [truncated] = agent.updates(sid, "history_truncated")
+        assert len(truncated["removedMessageIds"]) == 2  # the prompt "two" and what was streamed of its answer
+        fake_anthropic.script(text_reply("three done"))
+        await prompt(agent, sid, "three", "m3")
+        assert said(fake_anthropic.stream_requests[-1]["messages"]) == "one | one done | three"
 
 
 def chunk_ids(agent: AgentProcess, sid: str) -> list[tuple[str, str]]:

@@ -10,7 +10,8 @@ import pytest
 
 from acp_hermes.adapter.timeline import fork_meta, fork_point, history_truncated
 from acp_hermes.core.errors import InvalidInput
-from acp_hermes.core.rewind import MessagePoint, Truncation
+from acp_hermes.core.rewind import MessagePoint
+from acp_hermes.core.truncation import Truncation
 from tests.support.schema_check import RELEASE_UNSTABLE_SCHEMA_PATH, default_schema, with_drafts
 
 BASE: dict[str, Any] = {"sessionId": "s", "cwd": "/w", "mcpServers": []}
