@@ -217,12 +217,14 @@ def chunk_ids(agent: AgentProcess, sid: str) -> list[tuple[str, str]]:
 
 async def test_message_ids_are_the_same_live_and_in_every_replay(tmp_path: Path,
                                                                   fake_anthropic: FakeAnthropic) -> None:
-    """Every chunk carries a messageId: the agent's are the same live and in replay, the user's the same
-    in every replay (stored, not made up per load); every tool call carries its name."""
+    """Every chunk carries a messageId: the agent's and a steer's are the same live and in replay, every
+    prompt's the same in every replay (stored, not made up per load); every tool call carries its name."""
     fake_anthropic.script(
         thinking_then_text("let me think", "thought it through"),
         tool_reply("read_file", {"path": "notes.txt"}, text="reading", id="toolu_ids_1"),
         text_reply("read it"),
+        slow_text_reply(40, 0.05, text="a long answer, streamed slowly"),
+        text_reply("shorter"),
     )
     fake_anthropic.script_auxiliary(text_reply("Ids"))
     async with running_agent(tmp_path, fake_anthropic, schema_path=drafts()) as agent:
@@ -231,9 +233,17 @@ async def test_message_ids_are_the_same_live_and_in_every_replay(tmp_path: Path,
         await prompt(agent, sid, "think")
         await prompt(agent, sid, "read notes")
         await prompt(agent, sid, "/help")
+        task = PromptTask(agent, sid)
+        shown = len(agent.updates(sid, "agent_message_chunk"))
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "explain")
+            await agent.wait_for_update(sid, "agent_message_chunk", count=shown + 1)  # the slow answer streams
+            answer = await agent.conn.ext_method("session/steering", {
+                "sessionId": sid, "prompt": [{"type": "text", "text": "shorter"}]})
+            assert answer == {"outcome": "injected"}
+        [steer] = agent.updates(sid, "user_message_chunk")  # shown live, where the model reads it
         live = chunk_ids(agent, sid)
-        assert [kind for kind, _ in live] == ["agent_thought_chunk", "agent_message_chunk", "agent_message_chunk",
-                                              "agent_message_chunk", "agent_message_chunk"]
+        assert [kind for kind, _ in live] == ["agent_thought_chunk", *["agent_message_chunk"] * 6]
         assert all(update.get("name") for update in agent.updates(sid, "tool_call"))
 
     replays = []
@@ -246,7 +256,8 @@ async def test_message_ids_are_the_same_live_and_in_every_replay(tmp_path: Path,
             [call] = loaded.updates(sid, "tool_call")
             assert call["name"] == "read_file"
             replays.append([u["messageId"] for u in loaded.updates(sid, "user_message_chunk")])
-    assert len(replays[0]) == 3 and len(set(replays[0])) == 3 and replays[0] == replays[1]
+    assert len(replays[0]) == 5 and len(set(replays[0])) == 5 and replays[0] == replays[1]
+    assert replays[0][-1] == steer["messageId"]
 
 
 @needs_git
