@@ -177,6 +177,18 @@ async def test_meta_keys_that_could_bind_parameters_are_dropped() -> None:
 
 
 @pytest.mark.anyio
+async def test_airs_meta_namespace_is_kept_beside_a_dropped_key() -> None:
+    """``jetbrains`` names no handler's parameter: AIR's ``_meta.jetbrains.air.fork`` reaches the fork."""
+    air = {"air": {"fork": {"version": 1, "messageId": "m1"}}}
+    request = {"id": 1, "method": "session/fork",
+               "params": {"sessionId": "s", "cwd": "/safe", "_meta": {"jetbrains": air, "cwd": "/etc"}}}
+    transport, _ = transport_over(json.dumps(request).encode() + b"\n")
+    message = await transport.receive()
+    assert message is not None
+    assert message["params"] == {"sessionId": "s", "cwd": "/safe", "_meta": {"jetbrains": air}}
+
+
+@pytest.mark.anyio
 async def test_an_extension_request_keeps_its_meta_whole() -> None:
     """The SDK hands an extension its params as one dict (nothing binds parameters): ``_session/steering``
     reads ``_meta.steering.idleBehavior`` there."""
