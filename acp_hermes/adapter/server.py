@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
@@ -123,6 +124,8 @@ class HermesAgent:
         observe_request(engine, "session/fork", _raw_fork)
         route_request(engine, timeline.REWIND_METHOD, self.rewind_session)
         route_request(engine, timeline.EDIT_PROMPT_METHOD, self.edit_prompt)
+        for method in (trust.STATUS_METHOD, trust.DECISION_METHOD):  # as the issue's clients spell them, no "_"
+            route_request(engine, method, functools.partial(self.ext_method, method))
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""

@@ -317,9 +317,11 @@ async def test_a_declined_decision_from_the_clients_dialog_is_remembered(
         tmp_path: Path, repo: Path, fake_anthropic: FakeAnthropic) -> None:
     fake = fake_anthropic
     async with running_agent(tmp_path, fake, workspace_trust=True) as agent:
-        decided = await agent.conn.ext_method("trust/decision", {"cwd": str(repo), "decision": "decline"})
+        # vibe's spelling without the extension's "_" is served alike
+        decided = await agent.conn._conn.send_request("trust/decision", {"cwd": str(repo), "decision": "decline"})
         assert decided["trust_status"] == "untrusted"
         status = await agent.conn.ext_method("trust/status", {"cwd": str(repo)})
+        assert status == await agent.conn._conn.send_request("trust/status", {"cwd": str(repo)})
         assert status["trust_status"] == "untrusted"
         await first_exchange(agent, fake, repo)
         assert agent.client.permission_requests == []
