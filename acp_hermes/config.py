@@ -224,6 +224,48 @@ class WebSettings(BaseModel):
         return self
 
 
+HookEvent = Literal["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStop",
+                   "PreCompact", "SessionEnd"]
+HOOK_EVENTS: tuple[HookEvent, ...] = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                                      "SubagentStop", "PreCompact", "SessionEnd")
+DEFAULT_HOOK_TIMEOUT = 60.0
+
+
+class HookCommand(BaseModel):
+    """One hook: a command line the user's shell runs (Claude Code's ``{type: command, command, timeout}``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)  # Claude Code's other keys are left alone
+
+    type: Literal["command"] = "command"
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=DEFAULT_HOOK_TIMEOUT, gt=0)
+
+
+class HookGroup(BaseModel):
+    """Hooks that run when ``matcher`` (a regular expression over tool names; empty: every one) matches."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    matcher: str = ""
+    hooks: list[HookCommand] = Field(default_factory=list)
+
+    @field_validator("matcher", mode="before")
+    @classmethod
+    def _compiles(cls, value: Any) -> Any:
+        """A matcher that is no regular expression is said at start-up, not skipped at the first tool call."""
+        if value is None:
+            return ""
+        if isinstance(value, str) and value not in ("", "*"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise PydanticCustomError("bad_matcher", "not a regular expression ({why})", {"why": str(exc)}) from exc
+        return value
+
+
+HooksConfig = dict[HookEvent, list[HookGroup]]
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -271,6 +313,7 @@ class Settings(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)  # the API's web search and fetch
     memory: MemorySettings = Field(default_factory=MemorySettings)  # an external memory provider
     skills: SkillsSettings = Field(default_factory=SkillsSettings)  # skills' lifecycle and curation pass
+    hooks: HooksConfig = Field(default_factory=dict)  # the user's own programs at key moments (core.hooks)
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -298,7 +341,7 @@ class Settings(BaseModel):
                                       {"default": default})
         return value.strip()
 
-    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", "hooks", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.budget import Budget, Spend
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.hints import SubdirectoryHintTracker
+    from acp_hermes.core.hooks import SessionHooks
     from acp_hermes.core.job_notices import JobNotices
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.memory_providers import MemoryProviders
@@ -71,7 +72,8 @@ class SessionServices:
                  editor: Editor, gate: PermissionGate, tools: ToolScope, checkpoints: SessionCheckpoints,
                  budget: Budget, web: WebTools, auxiliary: SessionAuxiliary, hints: SubdirectoryHintTracker,
                  job_notices: JobNotices, nudges: Nudges, spawn: Spawn, children: ChildMaker,
-                 on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str]) -> None:
+                 on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str],
+                 hooks: Callable[[SessionServices], SessionHooks]) -> None:
         self.runtime = runtime
         self._session_id = session_id
         self._subagent = subagent
@@ -99,6 +101,7 @@ class SessionServices:
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
         self._provider_tools_added = False  # the external memory provider's tools are in _own_registry
         self.provider_turns = 0  # turns the memory provider was told of (on_turn_start's number)
+        self.hooks = hooks(self)  # the user's own programs at the session's key moments (core.hooks)
 
     @property
     def settings(self) -> Settings:
@@ -274,6 +277,7 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
     from acp_hermes.core.hints import SubdirectoryHintTracker
+    from acp_hermes.core.hooks import build_session_hooks
     from acp_hermes.core.job_notices import JobNotices
     from acp_hermes.core.review import Nudges
     from acp_hermes.core.runtime import SessionAuxiliary
@@ -323,6 +327,7 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
         nudges=Nudges(settings.memory_nudge_interval if learning else 0,
                       settings.skill_nudge_interval if learning else 0),
         spawn=spawn, children=children, on_first_exchange=on_first_exchange, rebuild_prompt=rebuild_prompt,
+        hooks=lambda made: build_session_hooks(runtime, state, made.gate, notify, made.tool_context),
     )
     return services
 

@@ -431,6 +431,7 @@ class SessionManager:
             if notice:  # it did not start in bypass: said once, after a load's replay
                 session.services.notify(notice)
             session.services.connect_mcp(session.state.cwd, mcp_servers)
+            session.services.hooks.start(self._spawn, "resume" if session.state.transcript.messages else "startup")
             self._wiring.opened(session)
             from acp_hermes.core.skill_upkeep import after_open
 
