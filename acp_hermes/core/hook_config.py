@@ -167,3 +167,26 @@ class HookApprovals:
             return {}
         approved = data.get("approved") if isinstance(data, dict) else None
         return {k: v for k, v in approved.items() if isinstance(v, str)} if isinstance(approved, dict) else {}
+
+
+NOT_UNDERSTOOD_FILE = Path("hooks") / "not_understood.json"
+
+
+def record_not_understood(own: Path, command: str, said: str) -> None:
+    """Keep what a hook answered that was not understood, for ``doctor`` (blocking; the latest per command)."""
+    path = own / NOT_UNDERSTOOD_FILE
+    recorded = not_understood_answers(own)
+    recorded[command] = said
+    try:
+        atomic_write_text(path, json.dumps(recorded, indent=2) + "\n", mode=0o600, private=True)
+    except OSError as error:
+        log.warning("could not record a hook's answer for doctor: %s", error)
+
+
+def not_understood_answers(own: Path) -> dict[str, str]:
+    """Command → what it last answered that was not understood."""
+    try:
+        data = json.loads((own / NOT_UNDERSTOOD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}

@@ -29,7 +29,14 @@ import anyio
 
 from acp_hermes.config import HookEvent, Settings
 from acp_hermes.core.hook_answers import HookAnswer, read_answer
-from acp_hermes.core.hook_config import CLAUDE_NAMES, TOOL_EVENTS, Hook, HookApprovals, session_hooks
+from acp_hermes.core.hook_config import (
+    CLAUDE_NAMES,
+    TOOL_EVENTS,
+    Hook,
+    HookApprovals,
+    record_not_understood,
+    session_hooks,
+)
 from acp_hermes.core.hook_runner import run_hooks
 from acp_hermes_tools.contracts import Choices, Confirm, PermissionDenied, TextDisplay
 
@@ -67,6 +74,7 @@ class SessionHooks:
     notify: Callable[[str], None]
     approve: Callable[[Hook], Awaitable[bool]]  # puts a project hook's command to the user; True: approved
     transcript: Callable[[], Path | None]  # writes the readable export a hook may read (blocking)
+    own: Path | None = None  # acp-hermes's folder in HERMES_HOME: answers not understood are kept there for doctor
     subagent: bool = False
     _hooks: list[Hook] | None = None
     _rejected: set[str] = field(default_factory=set)  # project commands the user declined this session
@@ -103,6 +111,9 @@ class SessionHooks:
         for answer in answers:
             log.debug("hook %s (%s, %s): %s in %.0f ms", answer.hook.name, event, answer.hook.source,
                       answer.outcome, answer.seconds * 1000)
+            if answer.not_understood and self.own is not None:
+                await anyio.to_thread.run_sync(record_not_understood, self.own, answer.hook.command,
+                                               answer.not_understood)
             self._tell(answer)
         return answers
 
@@ -312,4 +323,4 @@ def build_session_hooks(runtime: Runtime, state: SessionState, gate: PermissionG
         return path
 
     return SessionHooks(runtime.settings, session_id, cwd, HookApprovals(runtime.paths.own / "hook_approvals.json"),
-                        gate, notify, approve, transcript, subagent=state.subagent is not None)
+                        gate, notify, approve, transcript, runtime.paths.own, subagent=state.subagent is not None)

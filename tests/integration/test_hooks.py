@@ -198,6 +198,7 @@ async def test_an_answer_not_understood_falls_back_to_the_question(tmp_path: Pat
     assert asked_ids(client) == ["toolu_a", "toolu_b"]  # the usual question, each time
     assert not (agent.workspace / "a.txt").exists()
     assert text.count("does not understand") == 1 and '"action": "approve"' in text  # told once, what it said
+    assert "unknown key 'action'" in (home / "acp-hermes" / "hooks" / "not_understood.json").read_text()  # doctor's
 
 
 async def test_a_hanging_hook_times_out_and_the_turn_goes_on(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
