@@ -82,7 +82,7 @@ def _test(paths: Paths, settings: Settings, cwd: Path, args: argparse.Namespace)
     import anyio
 
     from acp_hermes.core.hook_answers import read_answer
-    from acp_hermes.core.hook_config import CLAUDE_NAMES, TOOL_EVENTS
+    from acp_hermes.core.hook_config import TOOL_EVENTS
     from acp_hermes.core.hook_runner import run_hooks
 
     event = known_event(args.event)
@@ -97,9 +97,9 @@ def _test(paths: Paths, settings: Settings, cwd: Path, args: argparse.Namespace)
     if not isinstance(tool_input, dict):
         print("acp-hermes: --input must be a JSON object", file=sys.stderr)
         return 1
-    tool = _our_name(args.tool) if args.tool else None
+    names = _names(args.tool) if args.tool else None
     hooks, skipped = _runnable(paths, settings, cwd)
-    chosen = [hook for hook in hooks if hook.event == event and hook.matches(tool if event in TOOL_EVENTS else None)]
+    chosen = [hook for hook in hooks if hook.event == event and hook.matches(names if event in TOOL_EVENTS else None)]
     for line in skipped:
         print(line)
     if not chosen:
@@ -108,9 +108,9 @@ def _test(paths: Paths, settings: Settings, cwd: Path, args: argparse.Namespace)
     payload: dict[str, Any] = {"session_id": "hooks-test", "transcript_path": "", "cwd": str(cwd),
                                "hook_event_name": event}
     if event in TOOL_EVENTS:
-        name = tool or "terminal"
-        payload.update(tool_name=CLAUDE_NAMES.get(name, (name,))[0], tool_input=tool_input, hermes_tool_name=name,
-                       tool_use_id="toolu_hooks_test")
+        names = names or ("Bash",)  # a sample with no tool named: a shell command, as most guards expect
+        payload.update(tool_name=names[1] if len(names) > 1 else names[0], tool_input=tool_input,
+                       hermes_tool_name=names[0], tool_use_id="toolu_hooks_test")
         if event == "PostToolUse":
             payload["tool_response"] = {"success": True, "output": ""}
     elif event == "UserPromptSubmit":
@@ -125,10 +125,13 @@ def _test(paths: Paths, settings: Settings, cwd: Path, args: argparse.Namespace)
     return 0
 
 
-def _our_name(name: str) -> str:
-    from acp_hermes.core.hook_config import CLAUDE_NAMES
+def _names(name: str) -> tuple[str, ...]:
+    """A tool's names, ours then Claude Code's, whichever of them ``name`` is (the built-in tools declare theirs)."""
+    from acp_hermes.core.hook_config import tool_names
+    from acp_hermes_tools import core_tools
 
-    return next((ours for ours, theirs in CLAUDE_NAMES.items() if name in theirs), name)
+    tool = next((tool for tool in core_tools() if name == tool.name or name in tool.claude_names), None)
+    return tool_names(tool.name, tool.claude_names) if tool is not None else (name,)
 
 
 def _runnable(paths: Paths, settings: Settings, cwd: Path) -> tuple[list[Hook], list[str]]:

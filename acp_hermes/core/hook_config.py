@@ -3,10 +3,11 @@ trusts, the project's (``hooks:`` in ``.hermes/config.yaml``), each of whose exa
 approves once.
 
 Hooks take Claude Code's shape (event → matcher groups → commands), so a user's scripts move over
-unchanged; that is also why a matcher sees Claude Code's name for a tool beside ours (``Bash`` is
-``terminal``). A project's hooks are commands someone else wrote that would run with the user's rights,
-outside the sandbox: they load only where ``workspace_trusted`` says so, and each command runs only once
-the user approved that very command (``HookApprovals``, keyed by its hash: a changed command asks again).
+unchanged; that is also why a matcher sees Claude Code's names for a tool beside ours (each tool
+declares them: its ``claude_names`` trait). A project's hooks are commands someone else wrote that would
+run with the user's rights, outside the sandbox: they load only where ``workspace_trusted`` says so, and
+each command runs only once the user approved that very command (``HookApprovals``, keyed by its hash: a
+changed command asks again).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,15 +31,6 @@ from acp_hermes_memory.text import one_line
 log = logging.getLogger(__name__)
 
 PROJECT_CONFIG = Path(".hermes") / "config.yaml"
-# Claude Code's names for our tools: a matcher written for Claude Code matches ours unchanged.
-CLAUDE_NAMES: dict[str, tuple[str, ...]] = {
-    "terminal": ("Bash",),
-    "write_file": ("Write",),
-    "patch": ("Edit", "MultiEdit"),
-    "read_file": ("Read",),
-    "search_files": ("Grep", "Glob"),
-    "delegate_task": ("Task",),
-}
 TOOL_EVENTS: frozenset[HookEvent] = frozenset({"PreToolUse", "PostToolUse"})
 
 Source = Literal["user", "project"]
@@ -70,20 +62,22 @@ class Hook:
         line = one_line(self.command, 10_000)
         return line if len(line) <= 80 else "…" + line[-79:]
 
-    def matches(self, tool: str | None) -> bool:
-        """Whether the hook runs for ``tool`` (None: an event without a tool, where every hook runs)."""
-        return tool is None or self.matcher in ("", "*") or matcher_matches(self.matcher, tool)
+    def matches(self, names: Sequence[str] | None) -> bool:
+        """Whether the hook runs for a tool known by ``names`` (``tool_names``; None: an event without a
+        tool, where every hook runs)."""
+        return names is None or self.matcher in ("", "*") or matcher_matches(self.matcher, names)
 
 
-def names_of(tool: str) -> tuple[str, ...]:
-    """The names a matcher sees for ``tool``: ours, then Claude Code's (MCP tools are already
+def tool_names(name: str, claude_names: Sequence[str] = ()) -> tuple[str, ...]:
+    """The names a matcher sees for a tool: ours, then Claude Code's (MCP tools are already
     ``mcp__<server>__<tool>`` in both)."""
-    return (tool, *CLAUDE_NAMES.get(tool, ()))
+    return (name, *claude_names)
 
 
-def matcher_matches(matcher: str, tool: str) -> bool:
+def matcher_matches(matcher: str, names: Sequence[str]) -> bool:
+    """A matcher is a regular expression the whole name must match (``Write`` is not ``WriteFile``)."""
     pattern = _compiled(matcher)
-    return any(pattern.fullmatch(name) for name in names_of(tool))
+    return any(pattern.fullmatch(name) for name in names)
 
 
 @functools.cache

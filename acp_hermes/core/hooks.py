@@ -28,14 +28,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_hermes.config import HookEvent, Settings
+from acp_hermes.core import hook_config
 from acp_hermes.core.hook_answers import HookAnswer, read_answer
 from acp_hermes.core.hook_config import (
-    CLAUDE_NAMES,
     TOOL_EVENTS,
     Hook,
     HookApprovals,
     record_not_understood,
     session_hooks,
+    tool_names,
 )
 from acp_hermes.core.hook_runner import run_hooks
 from acp_hermes_tools.contracts import Choices, Confirm, PermissionDenied, TextDisplay
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.state import SessionState
     from acp_hermes.permissions.gate import PermissionGate
     from acp_hermes_tools.context import ToolContext
-    from acp_hermes_tools.registry import ToolCall, ToolResult
+    from acp_hermes_tools.registry import ToolCall, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -74,12 +75,14 @@ class SessionHooks:
     notify: Callable[[str], None]
     approve: Callable[[Hook], Awaitable[bool]]  # puts a project hook's command to the user; True: approved
     transcript: Callable[[], Path | None]  # writes the readable export a hook may read (blocking)
+    names_of: Callable[[str], tuple[str, ...]] = lambda name: (name,)  # a tool's names, ours then Claude Code's
     own: Path | None = None  # acp-hermes's folder in HERMES_HOME: answers not understood are kept there for doctor
     subagent: bool = False
     _hooks: list[Hook] | None = None
     _rejected: set[str] = field(default_factory=set)  # project commands the user declined this session
     _told: set[tuple[str, str]] = field(default_factory=set)  # (hook, what it said) the user was told of
     _approving: anyio.Lock | None = None
+    _source: str | None = None  # how the session began (SessionStart's ``source``); None: not a session of the user's
     _started: anyio.Event | None = None
     _start_context: list[str] = field(default_factory=list)
 
@@ -98,8 +101,10 @@ class SessionHooks:
         """Whether any loaded hook is for one of ``events`` (False before ``hooks`` was awaited)."""
         return any(hook.event in events for hook in self._hooks or ())
 
-    async def fire(self, event: HookEvent, payload: dict[str, Any], tool: str | None = None) -> list[HookAnswer]:
-        """Run the hooks of ``event`` that match ``tool`` (and that may run) on ``payload``: their answers."""
+    async def fire(self, event: HookEvent, payload: dict[str, Any],
+                   tool: tuple[str, ...] | None = None) -> list[HookAnswer]:
+        """Run the hooks of ``event`` that match the tool known by the names ``tool`` (and that may run) on
+        ``payload``: their answers."""
         hooks = [hook for hook in await self.hooks() if hook.event == event and hook.matches(tool)]
         hooks = [hook for hook in hooks if await self._may_run(hook)]
         if not hooks:
@@ -158,7 +163,8 @@ class SessionHooks:
 
         arguments = dict(call.arguments or {})
         tool_input = self._tool_input(arguments)
-        pre = await self.fire("PreToolUse", self._tool_payload(call, tool_input), call.name)
+        names = self.names_of(call.name)
+        pre = await self.fire("PreToolUse", self._tool_payload(call, names, tool_input), names)
         denied = next((a for a in pre if a.decision == "deny"), None)
         if denied is not None:
             reason = denied.reason or "no reason given"
@@ -181,8 +187,8 @@ class SessionHooks:
             result = await run()
         finally:
             self.gate.hook_allowed.pop(call.id, None)
-        post = await self.fire("PostToolUse", {**self._tool_payload(call, tool_input),
-                                               "tool_response": _response(result)}, call.name)
+        post = await self.fire("PostToolUse", {**self._tool_payload(call, names, tool_input),
+                                               "tool_response": _response(result)}, names)
         notes = [f"[A hook the user set up ({a.hook.name}) says about this result: {a.reason or 'blocked'}]"
                  for a in post if a.decision == "block"]
         notes += [_context_text(a) for a in post if a.context]
@@ -190,9 +196,10 @@ class SessionHooks:
             result.text = "\n\n".join([result.text, *notes])
         return result
 
-    def _tool_payload(self, call: ToolCall, tool_input: dict[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _tool_payload(call: ToolCall, names: tuple[str, ...], tool_input: dict[str, Any]) -> dict[str, Any]:
         """Claude Code's fields (its name for the tool, when it has one) and ours."""
-        return {"tool_name": CLAUDE_NAMES.get(call.name, (call.name,))[0], "tool_input": tool_input,
+        return {"tool_name": names[1] if len(names) > 1 else call.name, "tool_input": tool_input,
                 "tool_use_id": call.id, "hermes_tool_name": call.name}
 
     def _tool_input(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -230,22 +237,29 @@ class SessionHooks:
         return None if going_on is None else f"[{going_on.hook.name}] {going_on.reason or 'go on'}"
 
     def start(self, spawn: Callable[[Any], None], source: str) -> None:
-        """SessionStart, beside the session's opening: its context waits for the first prompt."""
+        """SessionStart, beside the session's opening where there may be such hooks; its context waits for
+        the first prompt (which runs it itself if it has not begun by then)."""
+        self._source = source
+        if "SessionStart" in self.settings.hooks or hook_config.workspace_trusted(self.cwd):
+            spawn(self._run_start())
+
+    async def _run_start(self) -> None:
+        if self._started is not None:  # begun already (by the first prompt, or by the spawn)
+            return
         self._started = anyio.Event()
-
-        async def started() -> None:
-            try:
-                answers = await self.fire("SessionStart", {"source": source})
-                self._start_context.extend(_context_text(a) for a in answers if a.context)
-            finally:
-                if self._started is not None:
-                    self._started.set()
-
-        spawn(started())
+        try:
+            answers = await self.fire("SessionStart", {"source": self._source})
+            self._start_context.extend(_context_text(a) for a in answers if a.context)
+        finally:
+            self._started.set()
 
     async def start_context(self) -> list[str]:
-        """SessionStart's context, once (waited for: the first prompt must not overtake it)."""
-        if self._started is not None:
+        """SessionStart's context, once: the first prompt must not overtake it."""
+        if self._source is None:
+            return []
+        if self._started is None:
+            await self._run_start()
+        elif not self._started.is_set():
             await self._started.wait()
         taken, self._start_context = list(self._start_context), []
         return taken
@@ -290,7 +304,8 @@ APPROVAL_CHOICES = Choices("Approve this command", "Do not run it", "Not run: yo
 
 
 def build_session_hooks(runtime: Runtime, state: SessionState, gate: PermissionGate, notify: Callable[[str], None],
-                        tool_context: Callable[[str, str], ToolContext]) -> SessionHooks:
+                        tool_context: Callable[[str, str], ToolContext],
+                        registry: Callable[[], ToolRegistry]) -> SessionHooks:
     """A session's hooks, asking through its gate and exporting its conversation for the hooks to read."""
     session_id, cwd = state.id, state.cwd
 
@@ -309,18 +324,27 @@ def build_session_hooks(runtime: Runtime, state: SessionState, gate: PermissionG
             return False
         return True
 
+    def names(name: str) -> tuple[str, ...]:
+        tool = registry().get(name)
+        return tool_names(name, tool.claude_names if tool is not None else ())
+
     def transcript() -> Path | None:
-        from acp_hermes.core.export import conversation_markdown
+        import json
+
         from acp_hermes_memory.fs import atomic_write_text
 
-        path = runtime.paths.own / "hooks" / "transcripts" / f"{session_id}.md"
+        path = runtime.paths.own / "hooks" / "transcripts" / f"{session_id}.jsonl"
         try:
             rows = runtime.db.conversation(session_id)
-            atomic_write_text(path, conversation_markdown(state.title, session_id, rows), mode=0o600, private=True)
+            lines = (json.dumps({"type": row.role, "session_id": row.session_id, "timestamp": row.timestamp,
+                                 "tool_name": row.tool_name, "content": row.content}, ensure_ascii=False)
+                     for row in rows)
+            atomic_write_text(path, "".join(f"{line}\n" for line in lines), mode=0o600, private=True)
         except OSError as error:
             log.warning("session %s: the conversation could not be exported for hooks: %s", session_id, error)
             return None
         return path
 
     return SessionHooks(runtime.settings, session_id, cwd, HookApprovals(runtime.paths.own / "hook_approvals.json"),
-                        gate, notify, approve, transcript, runtime.paths.own, subagent=state.subagent is not None)
+                        gate, notify, approve, transcript, names, runtime.paths.own,
+                        subagent=state.subagent is not None)

@@ -327,7 +327,8 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
         nudges=Nudges(settings.memory_nudge_interval if learning else 0,
                       settings.skill_nudge_interval if learning else 0),
         spawn=spawn, children=children, on_first_exchange=on_first_exchange, rebuild_prompt=rebuild_prompt,
-        hooks=lambda made: build_session_hooks(runtime, state, made.gate, notify, made.tool_context),
+        hooks=lambda made: build_session_hooks(runtime, state, made.gate, notify, made.tool_context,
+                                               lambda: made.registry),
     )
     return services
 

@@ -328,3 +328,66 @@ async def test_project_hooks_need_trust_and_approval_of_each_command(tmp_path: P
     assert len(asked.permission_requests) == 1 and changed in json.dumps(asked.permission_requests[0]["toolCall"])
     assert "two" not in (workspace / "ran.log").read_text()
     assert os.access(approvals, os.R_OK)
+
+
+async def test_subagents_run_the_same_hooks(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    from tests.support.fake_anthropic import DelegationRouter
+
+    home = tmp_path / "hermes-home"
+    hooks_config(home, {"PreToolUse": [group("Write", answering(tmp_path, "deny", PRE_DENY_JSON))],
+                        "SubagentStop": [group("", answering(tmp_path, "child-stop", {}))]})
+    goal = "Write the generated notes"
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"goal": goal}, id="toolu_delegate"), text_reply("the helper was blocked"),
+    ).child(goal, tool_reply("write_file", {"path": "NOTES.md", "content": "x\n"}, id="toolu_child_write"),
+            text_reply("blocked by a hook"))
+    fake_anthropic.script(*router.items())
+    client = EditorClient(policy=choose("allow_once"))
+    async with running_agent(tmp_path, fake_anthropic, client=client, home=home) as agent:
+        sid = await agent.new_session()
+        assert await agent.prompt(sid, "delegate") == "end_turn"
+    told, is_error = tool_result(fake_anthropic, "toolu_child_write")
+    assert is_error and "generated files are off limits" in told and not (agent.workspace / "NOTES.md").exists()
+    assert [e["tool_name"] for e in events(tmp_path, "deny")] == ["Write"]  # delegate_task (Task) did not match
+    assert [e["hook_event_name"] for e in events(tmp_path, "child-stop")] == ["SubagentStop"]
+
+
+async def test_session_start_context_pre_compact_and_slash_hooks(tmp_path: Path,
+                                                                 fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "hermes-home"
+    start = script(tmp_path, "start.py", "print('on branch feature/login')\n")  # plain stdout is context here
+    hooks_config(home, {"SessionStart": [group("", start)],
+                        "PreCompact": [group("", answering(tmp_path, "compact", {}))]})
+    fake_anthropic.script(text_reply("hello"))
+    fake_anthropic.script_auxiliary(text_reply("Title"), text_reply("A summary of the conversation."))
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        sid = await agent.new_session()
+        await agent.prompt(sid, "hi")
+        await agent.prompt(sid, "/hooks")
+        await agent.prompt(sid, "/compact")
+        text = agent.agent_text(sid)
+    first = fake_anthropic.stream_requests[0]
+    assert "on branch feature/login" in json.dumps(first["messages"][-1])
+    assert "on branch feature/login" not in json.dumps(first["system"])
+    assert "SessionStart: `" in text and "start.py` (timeout 60 s; your config)" in text
+    assert [e["trigger"] for e in events(tmp_path, "compact")] == ["manual"]
+
+
+@pytest.mark.skipif(__import__("shutil").which("git") is None, reason="git is not installed: checkpoints are off")
+async def test_a_formatters_change_rolls_back_with_the_agents(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "hermes-home"
+    formatter = script(tmp_path, "fmt.py", "p = event['tool_input']['file_path']\n"
+                       "text = open(p).read()\nopen(p, 'w').write(text.upper())\n")
+    hooks_config(home, {"PostToolUse": [group("Write", formatter)]})
+    fake_anthropic.script(tool_reply("write_file", {"path": "a.txt", "content": "two\n"}), text_reply("done"))
+    fake_anthropic.script_auxiliary(text_reply("Title"))
+    async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_once")),
+                             home=home) as agent:
+        (agent.workspace / "a.txt").write_text("one\n")
+        sid = await agent.new_session()
+        await agent.prompt(sid, "write")
+        assert (agent.workspace / "a.txt").read_text() == "TWO\n"
+        await agent.prompt(sid, "/rollback 1")
+        text = agent.agent_text(sid)
+    assert (agent.workspace / "a.txt").read_text() == "one\n"  # the formatter's edit counted as the agent's
+    assert "edited since" not in text
