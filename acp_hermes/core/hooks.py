@@ -84,6 +84,7 @@ class SessionHooks:
     _approving: anyio.Lock | None = None
     _source: str | None = None  # how the session began (SessionStart's ``source``); None: not a session of the user's
     _started: anyio.Event | None = None
+    _ended: anyio.Event | None = None
     _start_context: list[str] = field(default_factory=list)
 
     # -- which hooks
@@ -240,7 +241,7 @@ class SessionHooks:
         """SessionStart, beside the session's opening where there may be such hooks; its context waits for
         the first prompt (which runs it itself if it has not begun by then)."""
         self._source = source
-        if "SessionStart" in self.settings.hooks or hook_config.workspace_trusted(self.cwd):
+        if self._may_have("SessionStart"):
             spawn(self._run_start())
 
     async def _run_start(self) -> None:
@@ -270,8 +271,25 @@ class SessionHooks:
                                            "custom_instructions": focus or ""})
 
     def ended(self, spawn: Callable[[Any], None]) -> None:
-        if self.has("SessionEnd"):
-            spawn(self.fire("SessionEnd", {"reason": "other"}))
+        """SessionEnd, beside the session's close, where there may be such hooks."""
+        if self._may_have("SessionEnd"):
+            self._ended = anyio.Event()
+            spawn(self._end(self._ended))
+
+    async def _end(self, done: anyio.Event) -> None:
+        try:
+            await self.fire("SessionEnd", {"reason": "other"})
+        finally:
+            done.set()
+
+    async def wait_ended(self) -> None:
+        """Return once SessionEnd's hooks have run (at once when there are none): ``session/close`` answers then."""
+        if self._ended is not None:
+            await self._ended.wait()
+
+    def _may_have(self, event: HookEvent) -> bool:
+        """Whether ``event`` may have hooks, before they are loaded: the user's config says, or a trusted project."""
+        return self.has(event) or event in self.settings.hooks or hook_config.workspace_trusted(self.cwd)
 
     def uses_tools(self) -> bool:
         return self.has(*TOOL_EVENTS)

@@ -391,3 +391,13 @@ async def test_a_formatters_change_rolls_back_with_the_agents(tmp_path: Path, fa
         text = agent.agent_text(sid)
     assert (agent.workspace / "a.txt").read_text() == "one\n"  # the formatter's edit counted as the agent's
     assert "edited since" not in text
+
+
+async def test_session_end_runs_when_the_session_closes(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "hermes-home"
+    hooks_config(home, {"SessionEnd": [group("", answering(tmp_path, "end", {}))]})
+    async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+        sid = await agent.new_session()
+        await agent.conn.close_session(session_id=sid)  # answered once SessionEnd's hooks ran
+        assert events(tmp_path, "end")
+    assert [(e["hook_event_name"], e["session_id"]) for e in events(tmp_path, "end")] == [("SessionEnd", sid)]
