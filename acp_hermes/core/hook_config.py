@@ -95,7 +95,10 @@ def user_hooks(settings: Settings) -> list[Hook]:
     return hooks_from(settings.hooks, "user")
 
 
-_PROJECT_SECTION: TypeAdapter[HooksConfig] = TypeAdapter(HooksConfig)
+@functools.cache
+def _project_section() -> TypeAdapter[HooksConfig]:
+    """The ``hooks:`` section's validator, built on first use (not on session/new's way)."""
+    return TypeAdapter(HooksConfig)
 
 
 def project_hooks(cwd: Path) -> tuple[list[Hook], str | None]:
@@ -108,7 +111,7 @@ def project_hooks(cwd: Path) -> tuple[list[Hook], str | None]:
         return [], None
     try:
         section = read_config_file(path).get("hooks") or {}
-        return hooks_from(_PROJECT_SECTION.validate_python(section), "project"), None
+        return hooks_from(_project_section().validate_python(section), "project"), None
     except ConfigError as error:
         return [], str(error)
     except ValidationError as error:
