@@ -109,6 +109,9 @@ async def test_json_deny_on_write_blocks_the_edit(tmp_path: Path, fake_anthropic
     assert [e["tool_name"] for e in seen] == ["Write"]  # Claude Code's name; read_file did not match
     assert seen[0]["tool_input"]["file_path"] == str(agent.workspace / "gen.txt")
     assert seen[0]["hermes_tool_name"] == "write_file" and seen[0]["cwd"] == str(agent.workspace)
+    transcript = Path(seen[0]["transcript_path"])  # the conversation so far, readable by the user alone
+    assert stat.S_IMODE(transcript.stat().st_mode) == 0o600 and stat.S_IMODE(transcript.parent.stat().st_mode) == 0o700
+    assert [json.loads(line)["content"] for line in transcript.read_text().splitlines()][0] == "write it"
 
 
 async def test_json_ask_asks_even_in_bypass(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
