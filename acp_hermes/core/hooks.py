@@ -80,6 +80,7 @@ class SessionHooks:
     subagent: bool = False
     _hooks: list[Hook] | None = None
     _rejected: set[str] = field(default_factory=set)  # project commands the user declined this session
+    _approved: set[str] = field(default_factory=set)  # ... and those found approved
     _told: set[tuple[str, str]] = field(default_factory=set)  # (hook, what it said) the user was told of
     _approving: anyio.Lock | None = None
     _source: str | None = None  # how the session began (SessionStart's ``source``); None: not a session of the user's
@@ -134,10 +135,13 @@ class SessionHooks:
         async with self._approving:  # one question per command, however many events fire at once
             if hook.command in self._rejected:
                 return False
-            if await anyio.to_thread.run_sync(self.approvals.approved, hook.command):
+            if hook.command in self._approved or await anyio.to_thread.run_sync(self.approvals.approved,
+                                                                               hook.command):
+                self._approved.add(hook.command)
                 return True
             if await self.approve(hook):
                 await anyio.to_thread.run_sync(self.approvals.approve, hook.command)
+                self._approved.add(hook.command)
                 return True
             self._rejected.add(hook.command)
             return False
@@ -346,18 +350,24 @@ def build_session_hooks(runtime: Runtime, state: SessionState, gate: PermissionG
         tool = registry().get(name)
         return tool_names(name, tool.claude_names if tool is not None else ())
 
+    written: list[tuple[int, int]] = []  # (transcript, messages) last written: a call's Pre and Post share one
+
     def transcript() -> Path | None:
         import json
 
         from acp_hermes_memory.fs import atomic_write_text
 
         path = runtime.paths.own / "hooks" / "transcripts" / f"{session_id}.jsonl"
+        now = (id(state.transcript), len(state.transcript.messages))
+        if written and written[-1] == now and path.exists():
+            return path
         try:
             rows = runtime.db.conversation(session_id)
             lines = (json.dumps({"type": row.role, "session_id": row.session_id, "timestamp": row.timestamp,
                                  "tool_name": row.tool_name, "content": row.content}, ensure_ascii=False)
                      for row in rows)
             atomic_write_text(path, "".join(f"{line}\n" for line in lines), mode=0o600, private=True)
+            written[:] = [now]
         except OSError as error:
             log.warning("session %s: the conversation could not be exported for hooks: %s", session_id, error)
             return None
