@@ -229,7 +229,8 @@ async def test_a_post_tool_use_formatter_is_seen_by_the_next_read(tmp_path: Path
     formatter = script(tmp_path, "fmt.py", "assert event['tool_response']['success'] is True\n"
                        "p = event['tool_input']['file_path']\n"
                        "text = open(p).read()\nopen(p, 'w').write(text.upper())\n")
-    hooks_config(home, {"PostToolUse": [group("Write|Edit|MultiEdit", formatter)]})
+    lint = answering(tmp_path, "lint", {"decision": "block", "reason": "line 1 shouts"})
+    hooks_config(home, {"PostToolUse": [group("Write|Edit|MultiEdit", formatter), group("Write", lint)]})
     fake_anthropic.script(tool_reply("write_file", {"path": "a.txt", "content": "hello\n"}, id="toolu_w"),
                           tool_reply("read_file", {"path": "a.txt"}, id="toolu_r"), text_reply("ok"))
     fake_anthropic.script_auxiliary(text_reply("Title"))
@@ -239,6 +240,8 @@ async def test_a_post_tool_use_formatter_is_seen_by_the_next_read(tmp_path: Path
         await agent.prompt(sid, "write then read")
         check_tool_calls(agent, sid)
     assert "HELLO" in tool_result(fake_anthropic, "toolu_r")[0]
+    assert "line 1 shouts" in tool_result(fake_anthropic, "toolu_w")[0]  # a PostToolUse block: told to the model
+    assert [e["tool_response"]["success"] for e in events(tmp_path, "lint")] == [True]
     assert (agent.workspace / "a.txt").read_text() == "HELLO\n"
 
 

@@ -117,3 +117,12 @@ def test_hooks_run_at_once_and_a_hang_is_cut_off(tmp_path: Path) -> None:
     runs = anyio.run(run_hooks, [hang, echo], {"a": 1}, tmp_path)
     assert runs[0].timed_out and runs[0].exit_code is None
     assert runs[1].exit_code == 0 and json.loads(runs[1].stdout) == {"a": 1} and runs[1].stderr == "done\n"
+
+
+def test_hooks_that_match_together_run_at_the_same_time(tmp_path: Path) -> None:
+    """Each waits for the other's mark: run one after the other, the first would time out."""
+    def waits_for(mine: str, theirs: str) -> Hook:
+        return Hook("PreToolUse", "", f"touch {mine}; while [ ! -e {theirs} ]; do sleep 0.01; done", 10, "user")
+
+    runs = anyio.run(run_hooks, [waits_for("a", "b"), waits_for("b", "a")], {}, tmp_path)
+    assert [run.exit_code for run in runs] == [0, 0]
