@@ -417,8 +417,8 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
                 from acp_hermes.core.skill_upkeep import offer_archived
 
                 await offer_archived(session, parts)
+            notes, reply = await prompt_hooks(session, parts)  # on what the user typed (not a skill's text)
             parts = loaded or parts
-            notes, reply = await prompt_hooks(session, parts)
             if reply is None:
                 return Handled(await session.prompt(parts, client_message_id, place=place, notes=notes))
     finally:
