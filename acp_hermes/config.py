@@ -238,6 +238,48 @@ class TrustSettings(BaseModel):
     ask: bool = True  # ask before a workspace's files change what the agent does; false: trust every workspace
 
 
+HookEvent = Literal["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStop",
+                   "PreCompact", "SessionEnd"]
+HOOK_EVENTS: tuple[HookEvent, ...] = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+                                      "SubagentStop", "PreCompact", "SessionEnd")
+DEFAULT_HOOK_TIMEOUT = 60.0
+
+
+class HookCommand(BaseModel):
+    """One hook: a command line the user's shell runs (Claude Code's ``{type: command, command, timeout}``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)  # Claude Code's other keys are left alone
+
+    type: Literal["command"] = "command"
+    command: str = Field(min_length=1)
+    timeout: float = Field(default=DEFAULT_HOOK_TIMEOUT, gt=0)
+
+
+class HookGroup(BaseModel):
+    """Hooks that run when ``matcher`` (a regular expression over tool names; empty: every one) matches."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    matcher: str = ""
+    hooks: list[HookCommand] = Field(default_factory=list)
+
+    @field_validator("matcher", mode="before")
+    @classmethod
+    def _compiles(cls, value: Any) -> Any:
+        """A matcher that is no regular expression is said at start-up, not skipped at the first tool call."""
+        if value is None:
+            return ""
+        if isinstance(value, str) and value not in ("", "*"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise PydanticCustomError("bad_matcher", "not a regular expression ({why})", {"why": str(exc)}) from exc
+        return value
+
+
+HooksConfig = dict[HookEvent, list[HookGroup]]
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -286,6 +328,7 @@ class Settings(BaseModel):
     memory: MemorySettings = Field(default_factory=MemorySettings)  # an external memory provider
     skills: SkillsSettings = Field(default_factory=SkillsSettings)  # skills' lifecycle and curation pass
     trust: TrustSettings = Field(default_factory=TrustSettings)  # whether a workspace's files are asked about
+    hooks: HooksConfig = Field(default_factory=dict)  # the user's own programs at key moments (core.hooks)
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -313,7 +356,8 @@ class Settings(BaseModel):
                                       {"default": default})
         return value.strip()
 
-    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", "trust", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", "trust", "hooks",
+                     mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""
@@ -491,11 +535,12 @@ def trust_from_env(env: Mapping[str, str] | None = None) -> bool:
 # -- a project's own settings (``.hermes/config.yaml`` in a trusted workspace)
 
 # What a repository may set for its sessions: nothing that widens what runs unasked (the API key and
-# endpoint, the sandbox, the starting mode, budgets, bypass without a sandbox, …). ``system_message`` and
-# ``mcp_servers`` are read by the caller (``core.trust``): the first goes into the system prompt under the
-# project's name, scanned; the second are programs, each approved by its exact command before it starts.
-PROJECT_KEYS = ("model", "models", "thought_level", "system_message", "mcp_servers", "delegation", "checkpoints",
-                "web", "compression", "compression_threshold")
+# endpoint, the sandbox, the starting mode, budgets, bypass without a sandbox, …). ``system_message``,
+# ``mcp_servers`` and ``hooks`` are read by their own readers (``core.trust``, ``core.hook_config``): the first
+# goes into the system prompt under the project's name, scanned; the others are programs, each approved by
+# its exact command before it runs.
+PROJECT_KEYS = ("model", "models", "thought_level", "system_message", "mcp_servers", "hooks", "delegation",
+                "checkpoints", "web", "compression", "compression_threshold")
 # The only keys of a section a project may set: the checkpoint store's limits and pruning are the user's (the
 # store is shared by every workspace's pruning, and its size is the user's disk).
 PROJECT_SECTION_KEYS = {"checkpoints": frozenset({"enabled"})}
@@ -515,7 +560,7 @@ class ProjectSettings:
 def merge_project_settings(user: Settings, values: Mapping[str, Any]) -> ProjectSettings:
     """``user`` with the project's allowed keys merged over it, key by key: a section's keys over the
     user's section, ``models`` added to the user's; each key checked on its own, so one bad value
-    leaves out only that key. ``system_message`` and ``mcp_servers`` are left to the caller."""
+    leaves out only that key. ``system_message``, ``mcp_servers`` and ``hooks`` are left to their readers."""
     ignored = [str(key) for key in values if key not in PROJECT_KEYS]
     problems: list[str] = []
     merged: dict[str, Any] = user.model_dump()

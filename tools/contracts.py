@@ -544,7 +544,36 @@ class JobInput(_Request):
         return JobInput(self.job, self.text, self.eof, analysis)
 
 
-Request = Edit | Restore | State | Read | External | Command | JobInput
+@value
+class Confirm(_Request):
+    """A question put for its own sake: a hook asks the user to confirm a call, or a project's hook
+    command waits for the user's approval. It always asks (``reason`` in its title), whatever the mode."""
+
+    title_text: str
+    reason: str
+    shown_text: str
+    own_choices: Choices | None = None
+
+    @property
+    def kind(self) -> ToolKind:
+        return "execute"
+
+    def title(self, where: Surroundings, given: str = "") -> str:
+        return self.title_text
+
+    def display(self, where: Surroundings) -> tuple[Display, ...]:
+        return (TextDisplay(self.reason), TextDisplay(self.shown_text, fence="text"))
+
+    @property
+    def shown(self) -> bool:
+        return False
+
+    @property
+    def choices(self) -> Choices | None:
+        return self.own_choices
+
+
+Request = Edit | Restore | State | Read | External | Command | JobInput | Confirm
 
 
 def _diffs(changes: Sequence[FileChange]) -> tuple[Display, ...]:

@@ -648,6 +648,7 @@ FILE_TOOLS: list[Tool] = [
         present=present_read,
         guidance=Guidance(10, f"Read a file with `{READ_FILE}` before you edit it; never edit from memory."),
         toolsets=("file",),
+        claude_names=("Read",),
     ),
     Tool(
         name=WRITE_FILE,
@@ -659,6 +660,7 @@ FILE_TOOLS: list[Tool] = [
         present=present_write,
         guidance=Guidance(30, _write_guidance, previewed=True),
         toolsets=("file",),
+        claude_names=("Write",),
     ),
     Tool(
         name=PATCH,
@@ -670,6 +672,7 @@ FILE_TOOLS: list[Tool] = [
         present=present_patch,
         guidance=Guidance(30, _patch_guidance, previewed=True),
         toolsets=("file",),
+        claude_names=("Edit", "MultiEdit"),
     ),
     Tool(
         name=SEARCH_FILES,
@@ -682,5 +685,6 @@ FILE_TOOLS: list[Tool] = [
         present=present_search,
         guidance=Guidance(20, f"Find code with `{SEARCH_FILES}` instead of guessing paths or names."),
         toolsets=("search",),
+        claude_names=("Grep", "Glob"),
     ),
 ]

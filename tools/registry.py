@@ -141,7 +141,8 @@ class Tool:
     before a compaction may use it); ``saves`` (what it keeps for later sessions: using it of the
     agent's own accord puts off the learning loop's review of that kind); ``path_args`` (the arguments
     that name a file or folder: a subdirectory's hints are found through them) and ``command_arg`` (an
-    argument that is a shell command line, whose path-like words count too).
+    argument that is a shell command line, whose path-like words count too); ``claude_names`` (what Claude
+    Code calls the same tool: a user's hook matchers written for it match this tool too).
     """
 
     name: str
@@ -163,6 +164,7 @@ class Tool:
     saves: Literal["notes", "skills"] | None = None
     path_args: tuple[str, ...] = COMMON_PATH_ARGS
     command_arg: str | None = None
+    claude_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [name for name in self.toolsets if name not in TOOLSETS]

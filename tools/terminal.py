@@ -518,4 +518,5 @@ TERMINAL_TOOL = Tool(
                       previewed=True),
     toolsets=("terminal",),
     command_arg="command",
+    claude_names=("Bash",),
 )

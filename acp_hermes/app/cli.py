@@ -1,5 +1,5 @@
 """Command-line entry points: serve ACP over stdio (the default), setup, doctor, sessions, checkpoints, memory,
-skills, demo."""
+skills, hooks, demo."""
 
 from __future__ import annotations
 
@@ -59,13 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--repair", action="store_true",
                         help="repair the session database: rebuild a search index that is out of step, or move a "
                         "damaged file aside (kept) and start a fresh one with every session it can still read")
-    from acp_hermes.app import checkpoints_cli, memory_cli, sessions, skills_cli, trust_cli
+    from acp_hermes.app import checkpoints_cli, hooks_cli, memory_cli, sessions, skills_cli, trust_cli
 
     sessions.add_commands(commands, common)
     trust_cli.add_commands(commands, common)
     checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
+    hooks_cli.add_commands(commands, common)
     demo = commands.add_parser(
         "demo", parents=[common], help="run a prompt through the server the way an editor does, then chat",
         description="Run a prompt through the server the way an editor does, then keep talking in the same session: "
@@ -206,6 +207,10 @@ def _run(args: argparse.Namespace) -> int:
         from acp_hermes.app.trust_cli import run_trust
 
         return run_trust(args)
+    if args.command == "hooks":
+        from acp_hermes.app.hooks_cli import run_hooks_command
+
+        return run_hooks_command(args)
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,

@@ -244,6 +244,19 @@ def _checkpoints(paths: Paths, settings: Settings, problems: list[str]) -> None:
                   "session starts")
 
 
+def _hooks(paths: Paths, settings: Settings, problems: list[str]) -> None:
+    """The user's hooks (and a trusted workspace's): a command not found, an answer a session could not read."""
+    from acp_hermes.app.hooks_cli import doctor_problems
+    from acp_hermes.core.hook_config import user_hooks
+
+    count = len(user_hooks(settings))
+    print(f"  {count} in the config" if count else "  none in the config (`acp-hermes hooks list` shows a project's)")
+    found = doctor_problems(paths, settings, Path.cwd())
+    for problem in found:
+        print(f"  {problem}")
+    problems.extend(found)
+
+
 def _mcp_servers(settings: Settings, problems: list[str]) -> None:
     """The configured MCP servers as sessions will see them (not started: doctor stays quick)."""
     from acp_hermes_tools.mcp.specs import parse_configured
@@ -424,6 +437,8 @@ def run_doctor(*, repair: bool = False) -> int:
         print(f"  {UNCHECKED}")
     print("\nMCP servers")
     _mcp_servers(effective, problems)
+    print("\nHooks")
+    _hooks(paths, effective, problems)
     print("\nEditors")
     _editors(problems)
 

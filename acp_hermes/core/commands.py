@@ -27,6 +27,7 @@ from acp_hermes_memory.values import value
 if TYPE_CHECKING:
     from acp_hermes.core.loop import StopReason
     from acp_hermes.core.session import Session
+    from acp_hermes.core.turn_input import Note
 
 
 @value
@@ -188,6 +189,17 @@ async def _queue(session: Session, arg: str) -> CommandReply:
 async def _permissions(session: Session, arg: str) -> CommandReply:
     lines = await session.services.gate.describe()
     return CommandReply("Permissions in force:\n" + "\n".join(f"- {line}" for line in lines))
+
+
+async def _hooks(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.hooks import describe
+
+    hooks = session.services.hooks
+    listed = await hooks.hooks()
+    if not listed:
+        return CommandReply("No hooks are set up. Add them under `hooks:` in your config.yaml (see docs/hooks.md).")
+    lines = await anyio.to_thread.run_sync(describe, listed, hooks.approvals)
+    return CommandReply("Hooks of this session:\n" + "\n".join(f"- {line}" for line in lines))
 
 
 async def _compact(session: Session, arg: str) -> CommandReply:
@@ -380,6 +392,8 @@ COMMANDS: dict[str, SlashCommand] = {
                      _steer),
         SlashCommand("queue", "Run a prompt once the running turn ends.", "text", _queue),
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
+        SlashCommand("hooks", "The hooks that run at this session's key moments, and where each comes from.", None,
+                     _hooks),
         SlashCommand("mcp", "The MCP servers of this session: status and tools.", None, _mcp),
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
         SlashCommand("trust", "Trust this repository: its instructions, skills, settings and MCP servers apply.",
@@ -444,8 +458,10 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
                 from acp_hermes.core.skill_upkeep import offer_archived
 
                 await offer_archived(session, parts)
+            notes, reply = await prompt_hooks(session, parts)  # on what the user typed (not a skill's text)
             parts = loaded or parts
-            return Handled(await session.prompt(parts, client_message_id, place=place))
+            if reply is None:
+                return Handled(await session.prompt(parts, client_message_id, place=place, notes=notes))
     finally:
         session.leave(place)  # a command is no turn (a turn's place went when it took the lock)
     message_id = str(uuid.uuid4())
@@ -453,6 +469,19 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
         session.state.transcript.client_message_id = client_message_id
         await remember(session, parts, reply, message_id)
     return Handled("end_turn", reply, message_id)
+
+
+async def prompt_hooks(session: Session, parts: Sequence[PromptPart]) -> tuple[list[Note], CommandReply | None]:
+    """The user's UserPromptSubmit hooks, before the prompt becomes a turn (its place in line held): the
+    context they add, or the reply that says which hook blocked it and why."""
+    from acp_hermes.core.turn_input import HookContext
+
+    text = "\n".join(part.text for part in parts if isinstance(part, TextPart))
+    verdict = await session.services.hooks.prompt_submitted(text)
+    if verdict.blocked_by is not None:
+        return [], CommandReply(f"Your prompt was not sent: the hook `{verdict.blocked_by}` blocked it: "
+                                f"{verdict.reason}")
+    return [HookContext(context) for context in verdict.context], None
 
 
 async def remember(session: Session, parts: Sequence[PromptPart], reply: CommandReply, message_id: str) -> None:

@@ -176,7 +176,7 @@ def delegate_tool(parent: Callable[[], Session | None], children: ChildSessions)
         return await Delegation(session, children, ctx, _tasks(args, session), args.get("max_iterations")).run()
 
     return Tool(name=DELEGATE_TOOL_NAME, description=description(), schema=SCHEMA, handler=handler, kind="other",
-                access=Access.READ, present=present_delegation)
+                access=Access.READ, present=present_delegation, claude_names=("Task",))
 
 
 _ENDED_AS = ("failed", "cancelled", "stopped")  # how a child may end short of completed, in the order named

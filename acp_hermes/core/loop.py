@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 
@@ -64,6 +64,19 @@ NOT_RUN_AFTER_QUESTION = ("Not run: the turn ended to wait for the user's answer
                           "if it is still needed.")
 
 
+class CallHooks(Protocol):
+    """What runs around each tool call (``core.hooks.SessionHooks``: the user's PreToolUse and PostToolUse)."""
+
+    async def around(self, call: ToolCall, ctx: ToolContext,
+                     run: Callable[[], Awaitable[ToolResult]]) -> ToolResult: ...
+
+
+# Asked as the turn would end by itself: why it should go on (a Stop hook's reason), or None. Its argument:
+# whether the turn already went on once for it.
+StopCheck = Callable[[bool], Awaitable["str | None"]]
+STOP_HOOK_NOTE = ("[A hook the user set up asks you not to stop yet: {reason}. Continue the task with this in mind; "
+                  "end the turn when it is done.]")
+
 # Given the context's size, the session's new (transcript, system prompt) if it compacted, else None.
 CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
 
@@ -82,6 +95,8 @@ class TurnControls:
     web: WebTools | None = None  # the API's own web tools, offered with every request while the endpoint takes them
     scrub_fences: bool = False  # a memory provider's fence the model echoes is kept from the editor
     tool_finished: Callable[[ToolCall, ToolResult], None] | None = None  # each call's result, as it finishes
+    hooks: CallHooks | None = None  # the user's hooks around each tool call
+    stop_check: StopCheck | None = None  # the user's Stop hooks, asked once the model would end the turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +208,7 @@ class AgentLoop:
         prompt = turn_input.prompt
         await self._transcript.add_user(turn_input.opening(), prompt.text, prompt.parts)
         pressure = 0.0  # the highest budget share already noted this turn
+        went_on = False  # a Stop hook already had the turn go on once (bounded: once)
         paused = False  # the last message paused (pause_turn): the next request continues it, with nothing added
         while True:
             if result.model_calls >= settings.max_iterations:
@@ -229,7 +245,22 @@ class AgentLoop:
             steering = self._controls.steering
             if result.stop_reason == "end_turn" and steering is not None and steering.waiting:
                 continue  # the user said more while it answered: the model reads it before the turn ends
+            if result.stop_reason == "end_turn" and self._controls.stop_check is not None:
+                reason = await self._controls.stop_check(went_on)
+                if reason is not None and not went_on:
+                    went_on = True
+                    await self._go_on(reason)
+                    continue
             return result
+
+    async def _go_on(self, reason: str) -> None:
+        """A Stop hook's reason to go on: the model reads it as the next user message; the user sees it said."""
+        from acp_hermes.core.steering import Steer
+        from acp_hermes.core.turn_input import render_hook_context
+
+        text = render_hook_context("Stop", STOP_HOOK_NOTE.format(reason=reason))
+        await self._transcript.add_steer(Steer((Text(text),), text, ()), (Text(text),))
+        await self._say_locally(f"A Stop hook asks to go on: {reason}")
 
     def _over_budget(self) -> str | None:
         check = self._controls.stop_before_request
@@ -444,7 +475,11 @@ class AgentLoop:
         record = self._open[call.id]
         ctx = self._make_context(call.id, record.title, _CallSink(self._sink, record))
         began = time.perf_counter()
-        result = await self._registry.dispatch(call, ctx)
+        hooks = self._controls.hooks
+        if hooks is None:
+            result = await self._registry.dispatch(call, ctx)
+        else:
+            result = await hooks.around(call, ctx, lambda: self._registry.dispatch(call, ctx))
         if self._controls.tool_finished is not None:
             self._controls.tool_finished(call, result)
         log.debug("tool call %s: %s %s in %.0f ms", call.id, call.name, "completed" if result.ok else "failed",

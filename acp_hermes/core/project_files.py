@@ -64,7 +64,7 @@ class Gated:
     skills: tuple[str, ...] = ()
     mcp_servers: tuple[McpServerSpec, ...] = ()
     settings: tuple[str, ...] = ()
-    hooks: tuple[str, ...] = ()  # a project's hooks (issue 30): gated the same way once they exist
+    hooks: tuple[str, ...] = ()  # the command lines of the project's hooks (core.hook_config)
 
     @property
     def empty(self) -> bool:
@@ -74,15 +74,17 @@ class Gated:
     def files(self) -> list[str]:
         """Every file or folder found, for a client that lists paths (vibe's ``ignoredFiles``)."""
         servers = [str(MCP_FILE)] if any(spec.source == "project" for spec in self.mcp_servers) else []
-        return sorted({*self.context_files, *self.hints, *self.skills, *servers, *self.settings, *self.hooks})
+        return sorted({*self.context_files, *self.hints, *self.skills, *servers, *self.settings})
 
     def lines(self) -> list[str]:
         """One Markdown line per kind of thing found, for the user."""
         lines = []
         for label, items in (("instruction files", self.context_files), ("subdirectory instructions", self.hints),
-                             ("skills", self.skills), ("settings", self.settings), ("hooks", self.hooks)):
+                             ("skills", self.skills), ("settings", self.settings)):
             if items:
                 lines.append(f"- {label}: " + ", ".join(f"`{item}`" for item in items))
+        for command in self.hooks:
+            lines.append(f"- a hook, a program that would run with your rights: `{command}`")
         for spec in self.mcp_servers:
             lines.append(f"- MCP server `{spec.name}`, a program that would run: `{spec.target}`")
         return lines
@@ -102,7 +104,12 @@ def find_gated(workspace: Path, extra: Iterable[Path] = ()) -> Gated:
     servers: tuple[McpServerSpec, ...] = ()
     if _is_file(root / MCP_FILE) or str(CONFIG_FILE) in settings:
         servers = read_project(root).mcp_servers
-    return Gated(context, hints, skills, servers, settings)
+    hooks: tuple[str, ...] = ()
+    if str(CONFIG_FILE) in settings:
+        from acp_hermes.core.hook_config import project_hooks
+
+        hooks = tuple(dict.fromkeys(hook.command for hook in project_hooks(root)[0]))
+    return Gated(context, hints, skills, servers, settings, hooks)
 
 
 def read_project(workspace: Path) -> ProjectFiles:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.budget import Budget, Spend
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.hints import SubdirectoryHintTracker
+    from acp_hermes.core.hooks import SessionHooks
     from acp_hermes.core.job_notices import JobNotices
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.memory_providers import MemoryProviders
@@ -73,7 +74,7 @@ class SessionServices:
                  budget: Budget, web: WebTools, auxiliary: SessionAuxiliary, hints: SubdirectoryHintTracker,
                  job_notices: JobNotices, nudges: Nudges, spawn: Spawn, children: ChildMaker,
                  on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str],
-                 trust: WorkspaceTrust) -> None:
+                 trust: WorkspaceTrust, hooks: Callable[[SessionServices], SessionHooks]) -> None:
         self.runtime = runtime
         # Whether its workspace may speak (core.trust): its instruction files, hints, skills, settings and MCP
         # servers are the session's only while it is trusted. A child's is its parent's.
@@ -104,6 +105,7 @@ class SessionServices:
         self._own_registry: ToolRegistry | None = None  # the runtime's tools as this session has them
         self._provider_tools_added = False  # the external memory provider's tools are in _own_registry
         self.provider_turns = 0  # turns the memory provider was told of (on_turn_start's number)
+        self.hooks = hooks(self)  # the user's own programs at the session's key moments (core.hooks)
 
     @property
     def settings(self) -> Settings:
@@ -318,6 +320,7 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
     from acp_hermes.core.hints import SubdirectoryHintTracker
+    from acp_hermes.core.hooks import build_session_hooks
     from acp_hermes.core.job_notices import JobNotices
     from acp_hermes.core.review import Nudges
     from acp_hermes.core.runtime import SessionAuxiliary
@@ -370,6 +373,8 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
                       settings.skill_nudge_interval if learning else 0),
         spawn=spawn, children=children, on_first_exchange=on_first_exchange, rebuild_prompt=rebuild_prompt,
         trust=trust,
+        hooks=lambda made: build_session_hooks(runtime, state, made.gate, notify, made.tool_context,
+                                               lambda: made.registry, lambda: made.trust.trusted),
     )
     return services
 

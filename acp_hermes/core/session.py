@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.services import SessionServices
     from acp_hermes.core.state import SessionState
     from acp_hermes.core.turn import Turn
+    from acp_hermes.core.turn_input import Note
     from acp_hermes.core.user_prompt import PromptPart
 
 
@@ -107,10 +108,10 @@ class Session:
         self._line.leave(place)
 
     async def prompt(self, parts: Sequence[PromptPart], client_message_id: str | None = None, *,
-                     place: Place | None = None) -> StopReason:
+                     place: Place | None = None, notes: Sequence[Note] = ()) -> StopReason:
         """Run one prompt to its end; queued behind a running turn if there is one. ``client_message_id``:
         the client's id for it, stored with it (rewind points name it); ``place``: its place in line,
-        taken when it arrived (now, if not given)."""
+        taken when it arrived (now, if not given); ``notes``: what goes to the model with it (a hook's context)."""
         from acp_hermes.core.turn import Turn
 
         place = place or self.arrive()
@@ -122,7 +123,7 @@ class Session:
                 if epoch != self._cancel_epoch or self.closed:
                     return "cancelled"
                 self._turn = Turn(self.state, self.services, self.steering, parts, client_message_id,
-                                  cancelled=lambda: epoch != self._cancel_epoch or self.closed)
+                                  cancelled=lambda: epoch != self._cancel_epoch or self.closed, notes=notes)
                 try:
                     return await self._turn.run()
                 finally:
@@ -186,5 +187,6 @@ class Session:
     def close(self) -> None:
         """End the session: its servers, background commands and reviews stop, and so does its turn."""
         self.services.publish(SessionEnded(list(self.state.transcript.messages)))
+        self.services.hooks.ended(self.services.spawn)
         self.services.close()
         self.cancel()

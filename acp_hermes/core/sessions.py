@@ -522,6 +522,7 @@ class SessionManager:
             for notice in session.services.trust.notices():  # what of a trusted workspace's settings was left out
                 session.services.notify(notice)
             session.services.connect_mcp(session.state.cwd, mcp_servers)
+            session.services.hooks.start(self._spawn, "resume" if session.state.transcript.messages else "startup")
             self._wiring.opened(session)
             from acp_hermes.core.skill_upkeep import after_open
 
@@ -630,6 +631,7 @@ class SessionManager:
                 raise not_for_a_subagent(session_id, record.parent_session_id, CLOSE_THE_PARENT)
             return
         session.close()
+        await session.services.hooks.wait_ended()  # the user's SessionEnd hooks (bounded by their timeouts)
 
     async def delete(self, session_id: str) -> None:
         """Close the session and delete it with every segment compaction made of it."""

@@ -45,7 +45,7 @@ class Turn:
 
     def __init__(self, state: SessionState, services: SessionServices, steering: Steering,
                  parts: Sequence[PromptPart], client_message_id: str | None = None, *,
-                 cancelled: Callable[[], bool] = lambda: False) -> None:
+                 cancelled: Callable[[], bool] = lambda: False, notes: Sequence[Note] = ()) -> None:
         self._state = state
         self._services = services
         self._steering = steering
@@ -54,6 +54,7 @@ class Turn:
         self._own = state.subagent is None  # a child's turn is part of its parent's (budget, checkpoint, replay)
         self._cancelled = cancelled  # the session was cancelled (or closed) since this prompt came
         self._scope: anyio.CancelScope | None = None
+        self._given_notes = list(notes)  # what came with the prompt (a UserPromptSubmit hook's context)
 
     def cancel(self) -> None:
         if self._scope is not None:
@@ -100,6 +101,8 @@ class Turn:
         providers = await services.memory_providers() if self._own else None
         if services.mcp is not None and services.mcp.connecting:
             await services.mcp.wait_connecting(MCP_TURN_WAIT_SECONDS)
+        hooks = services.hooks
+        await hooks.hooks()  # loaded once per session, off the event loop
         registry = services.registry
         if state.stored_tool_results:
             registry.restore_state(services.tools, state.stored_tool_results)
@@ -130,7 +133,9 @@ class Turn:
                                   spent=lambda usage: services.spent(state.choices.model, usage),
                                   passed_at_end=services.budget.passed if own else None,
                                   web=services.web if own else None, scrub_fences=providers is not None,
-                                  tool_finished=services.tool_finished if providers is not None else None),
+                                  tool_finished=services.tool_finished if providers is not None else None,
+                                  hooks=hooks if hooks.uses_tools() else None,
+                                  stop_check=hooks.stopping if hooks.has("Stop", "SubagentStop") else None),
         )
         stop: StopReason = "cancelled"
         if own:
@@ -154,7 +159,7 @@ class Turn:
         """What the model reads with the prompt: hints of the files it attaches, plan mode, jobs that
         ended, what changed since the last turn, the memory provider's recall."""
         from acp_hermes.core.attachments import attached_paths
-        from acp_hermes.core.turn_input import Hint, PlanMode, Recall
+        from acp_hermes.core.turn_input import Hint, HookContext, PlanMode, Recall
 
         state, services = self._state, self._services
         notes: list[Note] = []
@@ -173,6 +178,8 @@ class Turn:
                                             services.notify)
             if recall:
                 notes.append(Recall(recall))
+        notes.extend(HookContext(text) for text in await services.hooks.start_context())  # SessionStart's
+        notes.extend(self._given_notes)
         return notes
 
     async def _compact_between_calls(self, context_tokens: int) -> tuple[Transcript, str] | None:
@@ -276,6 +283,7 @@ async def compact(state: SessionState, services: SessionServices, focus: str | N
         registry=runtime.registry, scope=services.tools, auxiliary=services.auxiliary, db=runtime.db,
         make_context=services.tool_context, rebuild_prompt=services.rebuild_prompt, flush=settings.memory_flush,
     )
+    await services.hooks.compacting(manual, focus)
     services.publish(CompactionStarting(list(state.transcript.messages)))
     compaction = await compact_target(target, focus=focus, manual=manual)
     if compaction.done:

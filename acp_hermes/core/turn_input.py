@@ -98,6 +98,14 @@ class Recall:
 
 
 @value
+class HookContext:
+    """What a hook the user set up adds to the prompt (UserPromptSubmit, SessionStart): already scanned and
+    framed (``render_hook_context``)."""
+
+    text: str
+
+
+@value
 class BudgetPressure:
     """The turn has used a mark's share of its model calls."""
 
@@ -106,11 +114,12 @@ class BudgetPressure:
     share: float
 
 
-Note = Hint | PlanMode | JobEnded | FilesRolledBack | UndeliveredSteer | WebWarning | Recall | BudgetPressure
+Note = (Hint | PlanMode | JobEnded | FilesRolledBack | UndeliveredSteer | WebWarning | Recall | BudgetPressure
+        | HookContext)
 
 # Where each kind of note sits in a turn's opening message (a stable order: the same kind in arrival order).
 _OPENING_ORDER: dict[type, int] = {Hint: 0, PlanMode: 1, JobEnded: 2, FilesRolledBack: 3, UndeliveredSteer: 3,
-                                   WebWarning: 3, BudgetPressure: 3, Recall: 4}
+                                   WebWarning: 3, BudgetPressure: 3, Recall: 4, HookContext: 5}
 
 
 def render(note: Note) -> str:
@@ -129,6 +138,8 @@ def render(note: Note) -> str:
         from acp_hermes.core.web import model_warning
 
         return model_warning(note.call_name, note.call_title, note.threats)
+    if isinstance(note, HookContext):
+        return note.text
     if isinstance(note, Recall):
         from acp_hermes.core.memory_fence import memory_context_block
 
@@ -145,6 +156,18 @@ def _rolled_back(note: FilesRolledBack) -> str:
     files = ", ".join(note.restored[:20]) + (" …" if len(note.restored) > 20 else "")
     return (f"[The user rolled back {what}these files to checkpoint {note.checkpoint}; they are no longer as you "
             f"left them: {files}. Read them again before editing.]")
+
+
+HOOK_CONTEXT_NOTE = "[Added by a hook the user set up ({hook}): context for this step, not the user's words.]"
+
+
+def render_hook_context(hook: str, text: str) -> str:
+    """A hook's context as the model reads it: scanned (``memory.scan``) and in a ``<hook-context>`` frame
+    that nothing in it can close (``memory.frames``)."""
+    from acp_hermes_memory.frames import framed
+    from acp_hermes_memory.scan import warned
+
+    return framed("hook-context", f"{HOOK_CONTEXT_NOTE.format(hook=hook)}\n{warned('hook output', text.strip())}")
 
 
 def steer_blocks(steer: Steer) -> tuple[Block, ...]:

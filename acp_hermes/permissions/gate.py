@@ -42,6 +42,7 @@ from acp_hermes_tools.context import Permit, ToolContext
 from acp_hermes_tools.contracts import (
     Choices,
     Command,
+    Confirm,
     Display,
     FileChange,
     JobInput,
@@ -131,6 +132,8 @@ class PermissionGate:
         # the sandbox, and the user's own rejects win.
         self.shared_commands: frozenset[str] = frozenset()
         self._told_about_sandbox = False
+        # Calls a PreToolUse hook allowed (call id → the hook): a question is skipped, never a refusal or the sandbox.
+        self.hook_allowed: dict[str, str] = {}
 
     # -- tools.context.Gate
 
@@ -148,7 +151,8 @@ class PermissionGate:
             skills = Path(os.path.realpath(self._hermes_home / "skills"))
             request = State(request.changes, _state_subject(request.changes, skills))
         display = (*request.display(where), *notice)
-        verdict = decide(request, self.mode, await self.grants(), where)
+        verdict = _hook_allowed(decide(request, self.mode, await self.grants(), where), request, where,
+                                self.hook_allowed.get(ctx.call_id))
         log.debug("permission for call %s (%sRequest, mode %s): %s — %s", ctx.call_id, type(request).__name__,
                   self.mode.value, verdict.outcome, "; ".join(verdict.reasons) or "no reason given")
         if verdict.outcome == "refuse":
@@ -289,6 +293,16 @@ def _job_name(key: str) -> str:
     """``job-1 of session 1a2b3c4d`` for a job grant's key (a subagent's jobs share its parent's grants)."""
     session, _, job = key.rpartition("/")
     return f"{job} of session {session[:8]}"
+
+
+def _hook_allowed(verdict: Verdict, request: Request, where: Surroundings, hook: str | None) -> Verdict:
+    """A question a PreToolUse hook's "allow" answers: never one that would take a command out of the
+    sandbox (that stays the user's), never a refusal (plan mode, a catastrophic command)."""
+    if hook is None or verdict.outcome != "ask" or isinstance(request, Confirm):
+        return verdict
+    if isinstance(request, Command | JobInput) and where.sandbox and not verdict.sandboxed:
+        return verdict
+    return Verdict("allow", (f"allowed by the hook {hook}",), sandboxed=verdict.sandboxed, network=verdict.network)
 
 
 def _question_title(title: str, request: Request, verdict: Verdict) -> str:

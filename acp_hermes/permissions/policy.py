@@ -44,6 +44,7 @@ from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import (
     Command,
+    Confirm,
     Edit,
     External,
     JobInput,
@@ -141,6 +142,8 @@ def decide(request: Request, mode: Mode, grants: Grants, where: Surroundings) ->
         return _decide_external(request, mode, grants)
     if isinstance(request, JobInput):
         return _decide_job_input(request, mode, grants, where)
+    if isinstance(request, Confirm):  # a question put for its own sake: asked in every mode
+        return Verdict("ask")
     return _decide_state(request, mode, grants)
 
 

@@ -93,6 +93,9 @@ COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
     "trust-list": (("trust", "list"), False, {HOME}),
     "trust-add": (("trust", "add", "."), False, {HOME}),
     "trust-remove": (("trust", "remove", "."), False, {HOME}),
+    "hooks-list": (("hooks", "list"), False, {HOME, CONFIG}),
+    "hooks-test": (("hooks", "test", "PreToolUse", "--tool", "Bash", "--input", '{"command": "ls"}'), False,
+                   {HOME, CONFIG}),
 }
 
 REQUESTS = [
@@ -109,7 +112,7 @@ def test_every_subcommand_is_covered() -> None:
     assert commands is not None
     covered = {args[0] for args, _, _ in COMMANDS.values()}
     assert covered == set(commands)
-    for name in ("sessions", "checkpoints", "memory", "skills", "trust"):
+    for name in ("sessions", "checkpoints", "memory", "skills", "trust", "hooks"):
         actions = next(a for a in commands[name]._actions if a.dest == "action").choices  # type: ignore[union-attr]
         assert {args[1] for args, _, _ in COMMANDS.values() if args[0] == name} == set(actions or ())
 

@@ -19,6 +19,7 @@ from acp.schema import (
 from acp_hermes.adapter.prompt_blocks import to_block, to_part, to_parts
 from acp_hermes.adapter.server import HermesAgent
 from acp_hermes.config import Paths, Settings
+from acp_hermes.core.hooks import PromptVerdict
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.user_prompt import (
     AudioPart,
@@ -100,6 +101,11 @@ def test_an_unsupported_part_replays_as_a_placeholder() -> None:
 # -- the prompt handler: URIs with a NUL byte are refused naming the block ------------------------
 
 
+class NoHooks:
+    async def prompt_submitted(self, text: str) -> PromptVerdict:
+        return PromptVerdict()
+
+
 class FakeSession:
     id = "s1"
     subagent = None
@@ -108,7 +114,8 @@ class FakeSession:
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
         self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()),  # no skills: no /<skill>
-                                        trust=SimpleNamespace(settled=True))  # nothing to ask before a turn
+                                        trust=SimpleNamespace(settled=True),
+                                        hooks=NoHooks())  # nothing to ask before a turn
         self.choices = SimpleNamespace(model="claude-sonnet-5-5", thought_level="off")
 
     def arrive(self) -> object:
@@ -117,7 +124,7 @@ class FakeSession:
     def leave(self, place: object) -> None: ...
 
     async def prompt(self, parts: list[PromptPart], client_message_id: str | None = None, *,
-                     place: object = None) -> str:
+                     place: object = None, notes: object = ()) -> str:
         self.prompts.append(list(parts))
         return "end_turn"
 

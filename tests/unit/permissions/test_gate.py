@@ -327,3 +327,21 @@ async def test_an_unreadable_permissions_file_is_ignored(setup: Setup) -> None:
     assert yaml.safe_load(setup.permissions_file.read_text())["projects"][str(setup.workspace)] == {
         "allow_commands": ["pytest"], "reject_commands": []
     }
+
+
+@pytest.mark.parametrize("mode", ["default", "plan"])
+async def test_a_hooks_allow_answers_questions_never_refusals(setup: Setup, mode: str) -> None:
+    """A PreToolUse hook's "allow" (``hook_allowed``) skips what would be asked; plan mode and the
+    catastrophic commands stay refused; a ``Confirm`` (a hook's own "ask") is always asked."""
+    from acp_hermes_tools.contracts import Confirm
+
+    gate = setup.gate(mode)
+    gate.hook_allowed["toolu_gate"] = "guard.py"
+    outcomes = {action: await attempt(setup, gate, ACTIONS[action])
+                for action in ("workspace edit", "dangerous command (rm -rf)", "catastrophic command (rm -rf /)")}
+    expected = {"default": ["allowed", "allowed", "refused"], "plan": ["refused", "refused", "refused"]}[mode]
+    assert list(outcomes.values()) == expected
+    await gate.authorize(setup.context(gate), Confirm("Confirm?", "a hook asks", "{}"))
+    assert asker(gate).questions[-1].title == "Confirm?"
+    del gate.hook_allowed["toolu_gate"]
+    assert await attempt(setup, gate, ACTIONS["workspace edit"]) == ("asked" if mode == "default" else "refused")
