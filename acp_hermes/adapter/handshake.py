@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes import __version__
-from acp_hermes.adapter import rewind, steering
+from acp_hermes.adapter import extensions, rewind, steering
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES
 from acp_hermes.adapter.options import choices_state
 from acp_hermes.config import Settings
@@ -76,9 +76,11 @@ def initialize_result(terminal_auth: bool) -> dict[str, Any]:
                 "additionalDirectories": {},
                 "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
             },
-            "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY},
+            "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY,
+                      **extensions.QUOTAS_CAPABILITY},
         },
-        "_meta": steering.CAPABILITY,  # where claude-agent-acp and codex-acp advertise it
+        # Where claude-agent-acp and codex-acp advertise steering, and AIR reads the agent's extensions.
+        "_meta": {**steering.CAPABILITY, **extensions.AIR_META},
         "authMethods": auth_methods(terminal_auth),
         "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
                       "version": __version__},

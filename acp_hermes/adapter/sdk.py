@@ -97,6 +97,13 @@ def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[A
     _router(engine).add_route(Route(method="session/delete", func=handle, kind="request"))
 
 
+def route_raw(engine: Connection, method: str, handle: Callable[[Any], Awaitable[Any]]) -> None:
+    """Serve ``method`` (one the SDK does not know) with ``handle``, which gets the raw params."""
+    from acp.router import Route
+
+    _router(engine).add_route(Route(method=method, func=handle, kind="request"))
+
+
 def observe_request(engine: Connection, method: str, observe: Callable[[Any], None]) -> None:
     """Hand ``method``'s raw params to ``observe`` before the handler runs, in the handler's own task
     (a context variable ``observe`` sets is seen by it): the SDK's models drop the fields they do not
