@@ -190,17 +190,25 @@ def is_response(line: bytes) -> bool:
     return "method" not in keys and bool(keys & {"result", "error"})
 
 
+SHELTERED_META = "acp-hermes/meta"  # where a prompt's identifier ``_meta`` keys are kept
+
+
 def _keep_meta_out_of_arguments(message: dict[str, Any]) -> None:
     """Drop ``params._meta`` keys that could bind a handler's parameters.
 
     The SDK merges ``_meta`` into the keyword arguments of the handler *after* validating the
     params, so ``{"cwd": "/safe", "_meta": {"cwd": "/etc"}}`` would run with ``/etc``. Keys that
     can name a parameter are identifiers; namespaced keys (``zed.dev/x``, ``terminal-auth``) stay.
+    A prompt's are kept under ``SHELTERED_META`` (not an identifier, so it binds nothing), where the
+    adapter reads what JetBrains AIR sends there (``_meta.jetbrains.air``, ``adapter.extensions``).
     """
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if isinstance(meta, dict) and any(isinstance(key, str) and key.isidentifier() for key in meta):
-        params["_meta"] = {key: value for key, value in meta.items() if not key.isidentifier()}  # type: ignore[index]
+        kept = {key: value for key, value in meta.items() if not (isinstance(key, str) and key.isidentifier())}
+        if message.get("method") == "session/prompt":
+            kept[SHELTERED_META] = {key: value for key, value in meta.items() if key not in kept}
+        params["_meta"] = kept  # type: ignore[index]
         log.debug("dropped _meta keys that could override the params of %s", message.get("method"))
 
 
