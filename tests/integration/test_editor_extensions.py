@@ -20,12 +20,19 @@ import anyio.to_thread
 import pytest
 from acp import PROTOCOL_VERSION, RequestError
 
-from acp_hermes.testing.scripted_model import MessageReply, TextBlock, ToolUseBlock
+from acp_hermes.testing.scripted_model import HttpError, MessageReply, TextBlock, ToolUseBlock
 from tests.integration.test_budgets import FREE, costing, reading
 from tests.integration.test_compaction import chat
 from tests.integration.test_job_notices import WAIT_LIMIT, make_fifo, release
 from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent, write_config
-from tests.support.fake_anthropic import FakeAnthropic, error_reply, rate_limit_headers, text_reply, tool_reply
+from tests.support.fake_anthropic import (
+    DelegationRouter,
+    FakeAnthropic,
+    error_reply,
+    rate_limit_headers,
+    text_reply,
+    tool_reply,
+)
 from tests.support.schema_check import UNSTABLE_SCHEMA_PATH
 
 pytestmark = pytest.mark.anyio
@@ -272,3 +279,27 @@ async def test_a_background_job_is_an_async_task_air_can_stop(
         again = await agent.conn._conn.send_request("_session/async_task/stop",
                                                     {"sessionId": sid, "asyncTaskId": "job-1"})
         assert again == {"stopped": False}
+
+
+async def test_children_are_async_tasks_for_air_without_native_subagent_sessions(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    goals = ["Lint the parser module", "Lint the lexer module"]
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in goals]}, id="toolu_gate"),
+        text_reply("One module is clean; the other lint failed."),
+    ).child(goals[0], tool_reply("read_file", {"path": "notes.txt"}), text_reply("parser: clean")) \
+        .child(goals[1], HttpError(400, "lexer request rejected"))
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, initialize=False) as agent:
+        await initialize(agent, AIR)
+        (agent.workspace / "notes.txt").write_text("short notes\n", encoding="utf-8")
+        parent = await agent.new_session()
+        assert await agent.prompt(parent, "lint two modules") == "end_turn"
+        spawned = {u["asyncTaskId"]: u for u in agent.updates(parent, "async_task_spawned")}
+        assert [u["taskType"] for u in spawned.values()] == ["agent", "agent"]
+        assert {u["toolCallId"] for u in spawned.values()} == {"toolu_gate"}
+        states = {u["asyncTaskId"]: u["state"] for u in agent.updates(parent, "async_task_state_update")}
+        assert states.keys() == spawned.keys() and sorted(states.values()) == ["completed", "failed"]
+        progress = agent.updates(parent, "async_task_progress")
+        assert [u["lastToolName"] for u in progress] == ["read_file"]
+        assert agent.updates(parent, "subagent_update") == []  # AIR did not ask for child sessions
