@@ -198,7 +198,11 @@ class SessionCheckpoints:
             return None
         key = (ended.commit, ended.end_commit)
         if key not in self._changes:
-            self._changes[key] = await anyio.to_thread.run_sync(store.changes, ended.commit, ended.end_commit)
+            try:
+                self._changes[key] = await anyio.to_thread.run_sync(store.changes, ended.commit, ended.end_commit)
+            except Exception:  # a report the editor asked for never fails the turn: it is "not known"
+                log.exception("the changes of checkpoint %d could not be read", ended.number)
+                return None
         return tuple(str(store.workspace / path) for path in sorted(self._changes[key]))
 
     async def store(self) -> CheckpointStore | None:

@@ -252,6 +252,17 @@ async def test_air_gets_the_files_the_turn_changed_before_the_prompts_answer(
         assert len(file_reports(agent, sid)) == 2  # not asked: not sent
 
 
+async def test_a_client_that_is_not_air_gets_no_file_change_report(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.script(writes(("a.txt", "new\n")), text_reply("Done."))
+    fake_anthropic.script_auxiliary(text_reply("Files", usage=FREE))
+    async with running_agent(tmp_path, fake_anthropic, client=EditorClient(policy=choose("allow_once"))) as agent:
+        sid = await agent.new_session()
+        assert await air_prompt(agent, sid, "write it", "turn-1") == "end_turn"
+        assert (agent.workspace / "a.txt").read_text(encoding="utf-8") == "new\n"
+        assert file_reports(agent, sid) == [] and agent.wire.extension_updates == 0
+
+
 @pytest.mark.parametrize("air", [True, False], ids=["air", "stable-client"])
 async def test_a_background_job_is_an_async_task_air_can_stop(
         tmp_path: Path, fake_anthropic: FakeAnthropic, air: bool) -> None:
