@@ -24,12 +24,13 @@ from acp_hermes.testing.scripted_model import HttpError, MessageReply, TextBlock
 from tests.integration.test_budgets import FREE, costing, reading
 from tests.integration.test_compaction import chat
 from tests.integration.test_job_notices import WAIT_LIMIT, make_fifo, release
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent, write_config
+from tests.support.acp_harness import AgentProcess, EditorClient, PromptTask, choose, running_agent, write_config
 from tests.support.fake_anthropic import (
     DelegationRouter,
     FakeAnthropic,
     error_reply,
     rate_limit_headers,
+    slow_text_reply,
     text_reply,
     tool_reply,
 )
@@ -314,3 +315,32 @@ async def test_children_are_async_tasks_for_air_without_native_subagent_sessions
         progress = agent.updates(parent, "async_task_progress")
         assert [u["lastToolName"] for u in progress] == ["read_file"]
         assert agent.updates(parent, "subagent_update") == []  # AIR did not ask for child sessions
+
+
+async def test_air_stops_one_child_and_the_others_and_the_turn_go_on(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    goals = ["Lint the parser module", "Lint the lexer module"]
+    router = DelegationRouter().parent(
+        tool_reply("delegate_task", {"tasks": [{"goal": goal} for goal in goals]}, id="toolu_gate"),
+        text_reply("The parser is clean; the lexer lint was stopped."),
+    ).child(goals[0], slow_text_reply(400, 0.05)).child(goals[1], text_reply("lexer: clean"))
+    fake_anthropic.script(*router.items())
+    async with running_agent(tmp_path, fake_anthropic, initialize=False) as agent:
+        await initialize(agent, AIR)
+        parent = await agent.new_session()
+        task = PromptTask(agent, parent)
+        async with anyio.create_task_group() as group:
+            group.start_soon(task.run, "lint two modules")
+            await agent.wait_for(lambda: len(agent.updates(parent, "async_task_state_update")) == 1, WAIT_LIMIT)
+            [finished] = agent.updates(parent, "async_task_state_update")  # the lexer's child, done at once
+            slow = next(u["asyncTaskId"] for u in agent.updates(parent, "async_task_spawned")
+                        if u["asyncTaskId"] != finished["asyncTaskId"])
+            answer = await agent.conn._conn.send_request("_session/async_task/stop",
+                                                         {"sessionId": parent, "asyncTaskId": slow})
+            assert answer == {"stopped": True}
+            with anyio.fail_after(WAIT_LIMIT):
+                await task.done.wait()
+        assert task.stop_reason == "end_turn"  # the parent's turn went on
+        states = {u["asyncTaskId"]: u["state"] for u in agent.updates(parent, "async_task_state_update")}
+        assert states == {finished["asyncTaskId"]: "completed", slow: "stopped"}
+        assert agent.agent_text(parent).endswith("the lexer lint was stopped.")
