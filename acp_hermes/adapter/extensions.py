@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from acp_hermes.adapter.render import QUOTA_EXCEEDED_CODE, quota_pools
-from acp_hermes.adapter.wire import SHELTERED_META
 
 QUOTA_READ_METHOD = "quota/read"
 TASK_STOP_METHOD = "session/async_task/stop"  # ``_session/async_task/stop`` on the wire
@@ -28,11 +27,9 @@ _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 def file_report_request(params: dict[str, Any]) -> str | None:
-    """The ``requestId`` of a prompt's ``_meta.jetbrains.air.agentFileChangeReportRequest`` (as the
-    transport sheltered it, ``wire.SHELTERED_META``)
+    """The ``requestId`` of a prompt's ``_meta.jetbrains.air.agentFileChangeReportRequest``
     (``{version: 1, requestId}``, nothing else), or None when it asks for none or is malformed."""
     meta = params.get("_meta")
-    meta = meta.get(SHELTERED_META, meta) if isinstance(meta, dict) else None  # kept from the transport's filter
     air = ((meta or {}).get("jetbrains") or {}).get("air") if isinstance(meta, dict) else None
     request = air.get("agentFileChangeReportRequest") if isinstance(air, dict) else None
     if not isinstance(request, dict) or set(request) != {"version", "requestId"} or request["version"] != 1:

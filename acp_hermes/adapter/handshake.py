@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes import __version__
-from acp_hermes.adapter import extensions, rewind, steering
+from acp_hermes.adapter import extensions, rewind, steering, timeline
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES
 from acp_hermes.adapter.options import choices_state
 from acp_hermes.config import Settings
@@ -74,7 +74,10 @@ def initialize_result(terminal_auth: bool) -> dict[str, Any]:
                 "close": {},
                 "delete": {},
                 "additionalDirectories": {},
-                "fork": {},  # unstable in ACP v1; served with the SDK's unstable routes enabled
+                # unstable in ACP v1; served with the SDK's unstable routes enabled; at a message and the
+                # rewind: drafts on ACP's track (adapter.timeline)
+                "fork": timeline.FORK_CAPABILITY,
+                "rewind": timeline.REWIND_CAPABILITY,
             },
             "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY,
                       **extensions.QUOTAS_CAPABILITY},

@@ -94,6 +94,7 @@ def render_update(event: Event) -> dict[str, Any]:
             "sessionUpdate": "tool_call",
             "toolCallId": event.call_id,
             "title": event.title,
+            "name": event.name,
             "kind": event.kind,
             "status": "pending",
             "rawInput": event.raw_input,

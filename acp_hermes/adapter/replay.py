@@ -50,6 +50,7 @@ def _tool_updates(call: ToolOutcome) -> Iterator[dict[str, Any]]:
         "sessionUpdate": "tool_call",
         "toolCallId": call.call_id,
         "title": call.title,
+        "name": call.name,
         "kind": call.kind,
         "status": "completed" if call.ok else "failed",
         "rawInput": call.raw_input,

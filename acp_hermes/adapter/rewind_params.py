@@ -1,4 +1,6 @@
-"""The params of ``_session/rewind`` and ``_session/rewind_points``, as strict pydantic models.
+"""The params of ``_session/rewind`` and ``_session/rewind_points``, of ``session/rewind`` and
+``session/edit_prompt`` (Session Rewind v2), and a fork's message (``messageId``, or AIR's
+``_meta.jetbrains.air.fork``), as strict pydantic models.
 
 Imported when a client first asks for a rewind (building the classes costs a few milliseconds that
 ``initialize`` need not pay). Strict: ``"yes"`` or ``1`` is no boolean and ``true`` no integer, so a
@@ -40,6 +42,47 @@ class RewindParams(_Strict):
     include_edited: bool | None = Field(None, alias="includeEdited")
     interrupt_if_running: bool | None = Field(None, alias="interruptIfRunning")
     meta: dict[str, Any] | None = Field(None, alias="_meta")
+
+
+class SessionRewindParams(_Strict):
+    session_id: str = Field(alias="sessionId", min_length=1)
+    to_message_id: str = Field(alias="toMessageId", min_length=1)
+    meta: dict[str, Any] | None = Field(None, alias="_meta")
+
+
+class EditPromptParams(_Strict):
+    session_id: str = Field(alias="sessionId", min_length=1)
+    message_id: str = Field(alias="messageId", min_length=1)
+    content: list[dict[str, Any]] = Field(min_length=1)
+    meta: dict[str, Any] | None = Field(None, alias="_meta")
+
+
+class AirFork(_Strict):
+    """AIR's ``_meta.jetbrains.air.fork``: version 1 is the only one there is."""
+
+    version: Literal[1]
+    message_id: str = Field(alias="messageId", min_length=1)
+    fingerprint: str | None = Field(None, alias="messageFingerprint")
+    occurrence: int | None = Field(None, alias="messageOccurrence", ge=1)
+
+
+class AirMeta(_Strict):
+    fork: AirFork | None = None
+
+
+class JetBrainsMeta(_Strict):
+    air: AirMeta | None = None
+
+
+class ForkMeta(_Strict):
+    jetbrains: JetBrainsMeta | None = None
+
+
+class ForkAt(_Strict):
+    """What of ``session/fork``'s params says where to fork (the rest is the SDK's to check)."""
+
+    message_id: str | None = Field(None, alias="messageId", min_length=1)
+    meta: ForkMeta | None = Field(None, alias="_meta")
 
 
 def checked(model: type[M], params: dict[str, Any]) -> M:

@@ -97,11 +97,16 @@ def route_session_delete(engine: Connection, delete: Callable[[str], Awaitable[A
     _router(engine).add_route(Route(method="session/delete", func=handle, kind="request"))
 
 
-def route_raw(engine: Connection, method: str, handle: Callable[[Any], Awaitable[Any]]) -> None:
-    """Serve ``method`` (one the SDK does not know) with ``handle``, which gets the raw params."""
+def route_request(engine: Connection, method: str, handle: Callable[[dict[str, Any]], Awaitable[Any]]) -> None:
+    """Serve ``method``, a draft's request the SDK does not route (``session/rewind``,
+    ``session/edit_prompt``): ``handle`` gets its raw params (``{}`` for params that are no object:
+    its own checks refuse them)."""
     from acp.router import Route
 
-    _router(engine).add_route(Route(method=method, func=handle, kind="request"))
+    async def raw(params: Any) -> Any:
+        return await handle(params if isinstance(params, dict) else {})
+
+    _router(engine).add_route(Route(method=method, func=raw, kind="request"))
 
 
 def observe_request(engine: Connection, method: str, observe: Callable[[Any], None]) -> None:

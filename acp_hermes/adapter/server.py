@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.adapter import extensions, rewind, steering
+from acp_hermes.adapter import extensions, rewind, steering, timeline
 from acp_hermes.adapter.client import (
     AIR_ASYNC_TASKS,
     AIR_FILE_CHANGE_REPORT,
@@ -48,7 +48,13 @@ from acp_hermes.adapter.mcp_servers import specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, choices_state, config_options
 from acp_hermes.adapter.prompt_blocks import to_parts
 from acp_hermes.adapter.render import file_change_report, quota_exceeded, render_update
-from acp_hermes.adapter.sdk import handle_quietly, json_rpc_engine, observe_request, route_raw, route_session_delete
+from acp_hermes.adapter.sdk import (
+    handle_quietly,
+    json_rpc_engine,
+    observe_request,
+    route_request,
+    route_session_delete,
+)
 from acp_hermes.config import ConfigError, Settings, home_problem, load_settings
 from acp_hermes.core.choices import MODE_OPTION, SessionChoices
 from acp_hermes.core.commands import Handled, handle, menu
@@ -120,9 +126,12 @@ class HermesAgent:
             self.spawn,
         )
         route_session_delete(engine, self.delete_session)
-        route_raw(engine, extensions.QUOTA_READ_METHOD, self.read_quotas)
+        route_request(engine, extensions.QUOTA_READ_METHOD, self.read_quotas)
         observe_request(engine, "initialize", self._raw_initialize)
         observe_request(engine, "session/prompt", _raw_prompt)
+        observe_request(engine, "session/fork", _raw_fork)
+        route_request(engine, timeline.REWIND_METHOD, self.rewind_session)
+        route_request(engine, timeline.EDIT_PROMPT_METHOD, self.edit_prompt)
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` and
@@ -296,12 +305,15 @@ class HermesAgent:
     @translated
     async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
                            mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        at = timeline.fork_point(_FORK_PARAMS.get() or {})  # the SDK's model drops messageId: read the raw params
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
-        session = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
-        if session.title:
-            self.spawn(self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title}))
-        return {"sessionId": session.id, **self._choices_state(session.choices)}
+        forked = await self.manager.fork(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers), at=at)
+        if forked.title:
+            self.spawn(self.link.update(forked.session_id, {"sessionUpdate": "session_info_update",
+                                                            "title": forked.title}))
+        return {"sessionId": forked.session_id, **self._choices_state(forked.choices),
+                **timeline.fork_meta(forked.rollback)}
 
     @translated
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -366,17 +378,22 @@ class HermesAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
         session = await self._session(session_id, "it takes no prompts; prompt its parent")
         blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
+        return await self._run_prompt(session, blocks, _PROMPT_MESSAGE_ID.get(), _FILE_REPORT.get())
+
+    async def _run_prompt(self, session: Session, blocks: list[dict[str, Any]],
+                          message_id: str | None, file_report: str | None = None) -> dict[str, Any]:
+        """A prompt's blocks run as a prompt (``session/prompt``, an edited prompt): its answer."""
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
             if isinstance(uri, str):
                 no_nul(uri, f"prompt[{number}].uri")
         # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
         handled: Handled | None = None
-        file_report = _FILE_REPORT.get() if AIR_FILE_CHANGE_REPORT in self._abilities.air else None
+        file_report = file_report if AIR_FILE_CHANGE_REPORT in self._abilities.air else None
         report = TurnReport(wants_files=file_report is not None)
         try:
             with watching(report):
-                handled = await handle(session, to_parts(blocks), _PROMPT_MESSAGE_ID.get())
+                handled = await handle(session, to_parts(blocks), message_id)
         finally:
             if handled is None or handled.reply is None:  # after the answer: a turn may have changed skills
                 self.spawn(self._announce_menu(session))
@@ -393,16 +410,33 @@ class HermesAgent:
         return {"stopReason": handled.stop_reason}
 
     @translated
-    async def read_quotas(self, params: Any) -> dict[str, Any]:
+    async def read_quotas(self, params: dict[str, Any]) -> dict[str, Any]:
         """``quota/read {sessionId}``: the session's quotas as they stand (the API's limits as its last
         response stated them, the budgets as spent)."""
-        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        session_id = params.get("sessionId")
         if not isinstance(session_id, str):
             from acp import RequestError
 
             raise RequestError.invalid_params({"sessionId": "required: the session's id"})
         session = await self._session(session_id, "read its parent's quotas")
         return extensions.quota_read_result(session.services.quotas.pools())
+
+    @translated
+    async def rewind_session(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``session/rewind`` (Session Rewind v2): the conversation keeps that message and all before it."""
+        session = await self._session(rewind.session_id_of(params), "rewind its parent")
+        result, truncated = await timeline.rewind(session, params)
+        await self.link.update(session.id, truncated)
+        return result
+
+    @translated
+    async def edit_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``session/edit_prompt`` (Session Rewind v2): back to just before that prompt, then the edited
+        prompt runs as a new turn under the same id; answered as ``session/prompt`` is."""
+        session = await self._session(rewind.session_id_of(params), "it takes no prompts; prompt its parent")
+        message_id, blocks, truncated = await timeline.cut_for_edit(session, params)
+        await self.link.update(session.id, truncated)
+        return await self._run_prompt(session, blocks, message_id)
 
     @translated
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -498,6 +532,8 @@ class HermesAgent:
 
 # The client's ``messageId`` of the prompt being handled (the SDK's model of the request drops it).
 _PROMPT_MESSAGE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("prompt_message_id", default=None)
+# The raw params of the session/fork being handled (the SDK's model drops messageId and keeps _meta apart).
+_FORK_PARAMS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("fork_params", default=None)
 # The id and choices of a session/new the reception answered, while ``adopt`` serves it.
 _ANNOUNCED: contextvars.ContextVar[NewSession | None] = contextvars.ContextVar("announced_session", default=None)
 
@@ -510,6 +546,10 @@ def _raw_prompt(params: dict[str, Any]) -> None:
     message_id = params.get("messageId")
     _PROMPT_MESSAGE_ID.set(message_id if isinstance(message_id, str) and message_id else None)
     _FILE_REPORT.set(extensions.file_report_request(params))
+
+
+def _raw_fork(params: dict[str, Any]) -> None:
+    _FORK_PARAMS.set(params)
 
 
 def _plain(value: Any) -> dict[str, Any]:

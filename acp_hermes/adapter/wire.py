@@ -190,7 +190,12 @@ def is_response(line: bytes) -> bool:
     return "method" not in keys and bool(keys & {"result", "error"})
 
 
-SHELTERED_META = "acp-hermes/meta"  # where a prompt's identifier ``_meta`` keys are kept
+_META_KEPT = frozenset({"jetbrains"})
+
+
+def _binds(key: Any) -> bool:
+    """Whether a ``_meta`` key could bind a handler's parameter once the SDK merges it in."""
+    return isinstance(key, str) and key.isidentifier() and key not in _META_KEPT
 
 
 def _keep_meta_out_of_arguments(message: dict[str, Any]) -> None:
@@ -198,17 +203,14 @@ def _keep_meta_out_of_arguments(message: dict[str, Any]) -> None:
 
     The SDK merges ``_meta`` into the keyword arguments of the handler *after* validating the
     params, so ``{"cwd": "/safe", "_meta": {"cwd": "/etc"}}`` would run with ``/etc``. Keys that
-    can name a parameter are identifiers; namespaced keys (``zed.dev/x``, ``terminal-auth``) stay.
-    A prompt's are kept under ``SHELTERED_META`` (not an identifier, so it binds nothing), where the
-    adapter reads what JetBrains AIR sends there (``_meta.jetbrains.air``, ``adapter.extensions``).
+    can name a parameter are identifiers; namespaced keys (``zed.dev/x``, ``terminal-auth``) stay, and
+    so do the namespaces of ``_META_KEPT``, which name no handler's parameter (AIR's ``jetbrains``:
+    a fork at a message, ``adapter.timeline``).
     """
     params = message.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict) and any(isinstance(key, str) and key.isidentifier() for key in meta):
-        kept = {key: value for key, value in meta.items() if not (isinstance(key, str) and key.isidentifier())}
-        if message.get("method") == "session/prompt":
-            kept[SHELTERED_META] = {key: value for key, value in meta.items() if key not in kept}
-        params["_meta"] = kept  # type: ignore[index]
+    if isinstance(meta, dict) and any(_binds(key) for key in meta):
+        params["_meta"] = {key: value for key, value in meta.items() if not _binds(key)}  # type: ignore[index]
         log.debug("dropped _meta keys that could override the params of %s", message.get("method"))
 
 

@@ -22,7 +22,7 @@ from acp_hermes.core.events import AgentText, AgentThought, EventSink, ToolCallF
 from acp_hermes.core.history import repaired
 from acp_hermes.core.memory_fence import FenceScrubber
 from acp_hermes.core.steering import Steering
-from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript, prompt_message_id
+from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript
 from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share, steer_blocks
 from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
 from acp_hermes.model.messages import ServerToolResult, ServerToolUse, Text, ToolUse
@@ -259,8 +259,7 @@ class AgentLoop:
         if steering is None or not steering.waiting:
             return
         for steer in steering.take():
-            row = await self._transcript.add_steer(steer, steer_blocks(steer))
-            message_id = steer.client_message_id or prompt_message_id(row or 0)
+            message_id = await self._transcript.add_steer(steer, steer_blocks(steer))
             await self._sink.emit(UserText(message_id, steer.plain_text))
 
     async def _compact_when_full(self, result: TurnResult) -> None:

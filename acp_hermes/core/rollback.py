@@ -164,7 +164,9 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
         after = await checkpoints.end()
         rewound = None
         if rewind and entry.prompt_row is not None:
-            rewound = await state.rewind_conversation(services.db, entry.prompt_row)
+            from acp_hermes.core.truncation import cut_conversation
+
+            rewound = (await cut_conversation(state, services, entry.prompt_row)).dropped
         failed = tuple(failure[0] for failure in report.failed)
         restored = tuple(p for p in (*report.written, *report.deleted))
         await card.finish(not (failed and not restored and not restored_skills and rewound is None), display)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.lineage import SubagentSpec
+    from acp_hermes.core.rewind import MessagePoint
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
     from acp_hermes_tools.mcp.specs import McpServerSpec
     from acp_hermes_tools.registry import Tool
@@ -100,6 +101,27 @@ class NewSession:
 
     id: str
     choices: SessionChoices
+
+
+@value
+class Forked:
+    """A fork as its client is answered (the session itself is built just after), and when it was cut
+    at a message before a turn that changed files, the checkpoint that ``/rollback`` in the source
+    would take them back to: files are not forked, so its workspace holds what the later turns left."""
+
+    session_id: str
+    choices: SessionChoices
+    title: str | None
+    rollback: int | None = None
+
+
+@value
+class _ForkPlan:
+    record: SessionRecord  # the source's
+    segment: str  # its current segment: what is copied
+    title: str | None
+    last_row: int | None = None  # the last row copied (None: all of them)
+    later: bool = False  # the source goes on after that row
 
 
 @value
@@ -311,25 +333,62 @@ class SessionManager:
         return stored
 
     async def fork(self, source_id: str, cwd: Path, extra: tuple[Path, ...] = (), *,
-                   mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
-        """A new session holding a copy of ``source_id``'s conversation as it is now."""
+                   mcp_servers: Sequence[McpServerSpec] = (), at: MessagePoint | None = None) -> Forked:
+        """A new session holding a copy of ``source_id``'s conversation as it is now, or up to the
+        message ``at`` names, that message included (with the results of its tool calls). The source is
+        left as it was.
+
+        Answered once the fork is known to be possible (the source found, the message located): the
+        copy (tens of MB for a long session: most of a fork's time) and the session's build run just
+        after, as ``create_soon``'s do, and requests on the fork wait for them (``get``)."""
         source = self._live.get(source_id)
         if source is not None and source.subagent is not None:
             raise not_for_a_subagent(source_id, source.state.parent_id, FORK_THE_PARENT)
-        choices = None if source is None else (source.choices.mode.value, source.choices.model,
-                                               source.choices.as_config())
+        live_choices = None if source is None else (source.choices.mode.value, source.choices.model,
+                                                    source.choices.as_config())
+        plan = await anyio.to_thread.run_sync(self._plan_fork, source_id, live_choices, at)
+        choices = self._choices_of(plan.record)
+        rollback = None
+        if plan.later and self.runtime.settings.checkpoints.enabled:
+            rollback = await self._rollback_for(source, source_id, plan.last_row or 0)
         new_id = str(uuid.uuid4())
-        opening = self._opening[new_id] = _Opening()
-        try:
-            stored = await anyio.to_thread.run_sync(self._store_fork, source_id, new_id, cwd, extra, choices)
-            session = self._open(stored, cwd, extra, None, mcp_servers, None)
-        finally:
-            self._opening.pop(new_id, None)
-            opening.finish()
-        return session
+        self._opening[new_id] = _Opening()
+        self._spawn(self._fork_in_background(plan, new_id, cwd, extra, choices, mcp_servers))
+        return Forked(new_id, choices, plan.title, rollback)
 
-    def _store_fork(self, source_id: str, new_id: str, cwd: Path, extra: tuple[Path, ...],
-                    live_choices: tuple[str, str, dict[str, Any]] | None) -> _Stored:
+    async def _fork_in_background(self, plan: _ForkPlan, new_id: str, cwd: Path, extra: tuple[Path, ...],
+                                  choices: SessionChoices, mcp_servers: Sequence[McpServerSpec]) -> None:
+        try:
+            stored = await anyio.to_thread.run_sync(self._store_fork, plan, new_id, cwd, extra)
+            self._open(stored, cwd, extra, None, mcp_servers, None, choices=choices)
+        except Exception as exc:
+            log.exception("session %s could not be forked from %s", new_id, plan.record.id)
+            self._failed[new_id] = f"{type(exc).__name__}: {exc}"
+        finally:
+            opening = self._opening.pop(new_id, None)
+            if opening is not None:
+                opening.finish()
+
+    async def _rollback_for(self, source: Session | None, source_id: str, last_row: int) -> int | None:
+        """The source's checkpoint that ``/rollback`` would take its files back to at row ``last_row``."""
+        from acp_hermes.core.rewind import rollback_for
+
+        if source is not None:
+            checkpoints = source.services.checkpoints
+        else:
+            from acp_hermes.core.checkpoints import SessionCheckpoints
+
+            record = await anyio.to_thread.run_sync(self.runtime.db.get_session, source_id)
+            if record is None or not record.cwd:
+                return None
+            workspace = Path(record.cwd)
+            checkpoints = SessionCheckpoints(source_id, lambda: self.runtime.checkpoints_for(workspace),
+                                             lambda _: None)
+        return rollback_for(await checkpoints.entries(), last_row)
+
+    def _plan_fork(self, source_id: str, live_choices: tuple[str, str, dict[str, Any]] | None,
+                   at: MessagePoint | None) -> _ForkPlan:
+        """What a fork copies, checked (blocking): the source's record, its segment now, the last row."""
         db = self.runtime.db
         if live_choices is not None:  # the live source's choices as they are now
             mode, model, config = live_choices
@@ -342,12 +401,35 @@ class SessionManager:
         # A fork never has a first exchange of its own to be named after: it starts from the source's name.
         title = f"{source_record.title} (fork)" if source_record.title else None
         latest = db.segments(source_id)[-1].id  # after compactions: the history as it is now
+        if at is None:
+            return _ForkPlan(source_record, latest, title)
+        from acp_hermes.core.rewind import locate
+
+        last_row = locate(db, source_id, at).last_row
+        news = db.segment_news(latest, last_row)
+        return _ForkPlan(source_record, latest, title, last_row, bool(news and news.message_ids))
+
+    def _store_fork(self, plan: _ForkPlan, new_id: str, cwd: Path, extra: tuple[Path, ...]) -> _Stored:
+        """The fork stored and read (blocking)."""
+        db = self.runtime.db
+        source = plan.record
         record = db.fork_session(
-            latest, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=title,
-            model=source_record.model, mode=source_record.mode, model_config=source_record.model_config,
+            plan.segment, new_id, cwd=str(cwd), additional_directories=[str(p) for p in extra], title=plan.title,
+            model=source.model, mode=source.mode, model_config=source.model_config, up_to=plan.last_row,
         )
         self.runtime.import_session_code()
         return self._read(record, db.messages(new_id))
+
+    def _choices_of(self, record: SessionRecord) -> SessionChoices:
+        """A stored session's choices, as this machine allows them."""
+        settings = self.runtime.settings
+        config = record.model_config or {}
+        return allowed_choices(self.runtime, SessionChoices(
+            mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
+            model=record.model or settings.model,
+            thought_level=config.get("thought_level", settings.thought_level),
+            budget=stored_budget(config),
+        ))
 
     def _read(self, record: SessionRecord, rows: Sequence[MessageRecord]) -> _Stored:
         """What the live session for a stored one is built from, and its rows as the session now
@@ -394,14 +476,7 @@ class SessionManager:
         from acp_hermes.core.services import build_services
 
         record = stored.record
-        settings = self.runtime.settings
-        config = record.model_config or {}
-        choices = choices or allowed_choices(self.runtime, SessionChoices(
-            mode=Mode(record.mode) if record.mode in {m.value for m in Mode} else settings.default_mode,
-            model=record.model or settings.model,
-            thought_level=config.get("thought_level", settings.thought_level),
-            budget=stored_budget(config),
-        ))
+        choices = choices or self._choices_of(record)
         session_id = record.id
         state = SessionState(session_id=session_id, cwd=cwd, additional_directories=extra, choices=choices,
                              system_prompt=stored.system_prompt, transcript=stored.transcript, title=record.title,

@@ -10,6 +10,7 @@ module's field names), so a reloaded session can show the conversation exactly a
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,8 @@ class Transcript:
         display: dict[str, Any] = {"prompt": [to_record(p) for p in prompt]}
         if self.client_message_id:
             display["client_message_id"], self.client_message_id = self.client_message_id, None
+        else:  # the id its replay shows, stored so every load (and a fork's copy) shows the same one
+            display["message_id"] = new_message_id()
         self.last_prompt_row = await self._append_row("user", plain_text, display=display, **fields)
 
     async def add_side_call(self, outcome: ToolOutcome) -> None:
@@ -166,11 +169,11 @@ class Transcript:
         self.messages.append(Message("user", tuple(content)))
         await self._append_prompt(plain_text, prompt, payload=blocks_to_wire(content))
 
-    async def add_steer(self, steer: Steer, content: tuple[Block, ...]) -> int | None:
+    async def add_steer(self, steer: Steer, content: tuple[Block, ...]) -> str:
         """Store what the user sent into the running turn as the model reads it (``content``) at its next
         request: added to the last message when that is the user's (the results of the calls that just
         ran), so roles keep alternating and everything before it, the cached prefix, stays as it was.
-        Its row."""
+        The id it is shown with, live and in replay."""
         from acp_hermes.model.provider import blocks_to_wire
 
         last = self.messages[-1] if self.messages else None
@@ -181,7 +184,10 @@ class Transcript:
         display: dict[str, Any] = {"prompt": [to_record(p) for p in steer.parts], STEER_KEY: True}
         if steer.client_message_id:
             display["client_message_id"] = steer.client_message_id
-        return await self._append_row("user", steer.plain_text, payload=blocks_to_wire(content), display=display)
+        else:
+            display["message_id"] = new_message_id()
+        await self._append_row("user", steer.plain_text, payload=blocks_to_wire(content), display=display)
+        return str(display.get("client_message_id") or display["message_id"])
 
     async def add_assistant(
         self,
@@ -403,8 +409,23 @@ StoredMessage = StoredPrompt | StoredReply | ToolOutcome
 
 
 def prompt_message_id(row_id: int) -> str:
-    """The id a stored prompt the client gave none is shown and named with (replay, rewind points)."""
+    """The id of a prompt stored before prompts kept an id of their own (replay, rewind points)."""
     return f"user-{row_id}"
+
+
+def new_message_id() -> str:
+    """A message's id, made once and stored with it: the same in the chat, every replay and a fork."""
+    return str(uuid.uuid4())
+
+
+def stored_message_id(row: MessageRecord) -> str:
+    """The id a stored message is shown with (``messageId`` on its chunks, live and in replay): the
+    client's for a prompt that came with one, else the one stored with it; rows older than stored ids
+    are named after their row."""
+    display = row.display if isinstance(row.display, dict) else {}
+    if row.role == "user":
+        return str(display.get("client_message_id") or display.get("message_id") or prompt_message_id(row.id))
+    return str(display.get("message_id") or f"agent-{row.id}")
 
 
 def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
@@ -417,11 +438,11 @@ def stored_messages(rows: Sequence[MessageRecord]) -> Iterator[StoredMessage]:
             prompt = display.get("prompt")
             records = prompt if isinstance(prompt, list) and prompt else None
             parts = tuple(from_record(r) for r in records) if records else (TextPart(row.content),)
-            yield StoredPrompt(display.get("client_message_id") or prompt_message_id(row.id), parts)
+            yield StoredPrompt(stored_message_id(row), parts)
         elif row.role == "assistant":
             for call in display.get(SERVER_CALLS_KEY) or ():
                 yield _stored_call(str(call.get("call_id")), str(call.get("name") or "web"), "", call)
-            yield StoredReply(display.get("message_id") or f"agent-{row.id}", row.content, row.reasoning or "")
+            yield StoredReply(stored_message_id(row), row.content, row.reasoning or "")
         elif row.role == "tool":
             yield _stored_tool_call(row, display)
 

@@ -68,6 +68,50 @@ class Messages(Database):
         rows = self._read(lambda conn: conn.execute(sql, (session_id,)).fetchall())
         return [message_from_row(row) for row in rows]
 
+    def message_named(self, session_id: str, name: str, keys: Iterable[str], row_id: int | None = None
+                      ) -> tuple[int, str] | None:
+        """(id, role) of the session's newest active message whose display record holds ``name`` under one
+        of ``keys``, or, failing that, of its active message ``row_id``; None when there is neither.
+
+        A lookup in SQLite, not a read of the rows: a fork at a message of a long session finds it
+        in a few milliseconds."""
+        keys = list(keys)
+        # json_valid first: a row holding a NaN (which only Python's json writes) is no JSON to SQLite.
+        matches = " OR ".join("CASE WHEN json_valid(display) THEN json_extract(display, ?) END = ?" for _ in keys)
+        params: list[Any] = [session_id]
+        for key in keys:
+            params += [f"$.{key}", name]
+
+        def work(conn: sqlite3.Connection) -> tuple[int, str] | None:
+            found = conn.execute(
+                f"SELECT id, role FROM messages WHERE session_id = ? AND active = 1 AND role != 'tool' "
+                f"AND display IS NOT NULL AND ({matches}) ORDER BY id DESC LIMIT 1", params).fetchone()
+            if found is None and row_id is not None:
+                found = conn.execute("SELECT id, role FROM messages WHERE session_id = ? AND active = 1 AND id = ? "
+                                     "AND role != 'tool'", (session_id, row_id)).fetchone()
+            return None if found is None else (int(found[0]), str(found[1]))
+
+        return self._read(work)
+
+    def message_end(self, session_id: str, row_id: int) -> int:
+        """The last row of message ``row_id`` with the tool results that answer it: the rows of role
+        ``tool`` straight after it (none after a user's message)."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            role = conn.execute("SELECT role FROM messages WHERE id = ?", (row_id,)).fetchone()
+            if role is None or role[0] != "assistant":
+                return row_id
+            following = conn.execute(
+                "SELECT min(id) FROM messages WHERE session_id = ? AND active = 1 AND id > ? AND role != 'tool'",
+                (session_id, row_id)).fetchone()[0]
+            last = conn.execute(
+                "SELECT max(id) FROM messages WHERE session_id = ? AND active = 1 AND id >= ?"
+                + ("" if following is None else " AND id < ?"),
+                (session_id, row_id) if following is None else (session_id, row_id, following)).fetchone()[0]
+            return int(last if last is not None else row_id)
+
+        return self._read(work)
+
     def messages_around(self, session_id: str, message_ids: Iterable[int], window: int) -> list[MessageRecord]:
         """Messages within ``window`` positions of any of ``message_ids``, in order.
 

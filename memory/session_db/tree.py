@@ -123,8 +123,10 @@ class SessionTree(Database):
         system_prompt: str | None = None,
         additional_directories: Sequence[str] | None = None,
         title: str | None = None,
+        up_to: int | None = None,
     ) -> SessionRecord:
-        """A new session whose parent is ``source_id``, holding a copy of its active messages.
+        """A new session whose parent is ``source_id``, holding a copy of its active messages (those up
+        to message ``up_to`` included, when it is given).
 
         Settings not given are inherited. The copy is one INSERT … SELECT in the same
         transaction as the new row, so a fork is atomic and fast however long the source is.
@@ -155,8 +157,8 @@ class SessionTree(Database):
             conn.execute(
                 f"INSERT INTO messages (session_id, active, {', '.join(copied)}) "
                 f"SELECT ?, 1, {', '.join(copied)} FROM messages "
-                "WHERE session_id = ? AND active = 1 ORDER BY id",
-                (new_id, source_id),
+                f"WHERE session_id = ? AND active = 1{'' if up_to is None else ' AND id <= ?'} ORDER BY id",
+                (new_id, source_id) if up_to is None else (new_id, source_id, up_to),
             )
             conn.execute(
                 "UPDATE sessions SET (message_count, tool_call_count) = "

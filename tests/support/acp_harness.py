@@ -54,7 +54,7 @@ from acp.schema import (
 from anyio.abc import TaskGroup
 
 from tests.support.fake_anthropic import FakeAnthropic
-from tests.support.schema_check import WireValidator
+from tests.support.schema_check import AcpSchema, WireValidator
 
 # Chooses an optionId for a permission request (toolCall dict, options dicts), or None to cancel.
 PermissionPolicy = Callable[[dict[str, Any], list[dict[str, Any]]], "str | None"]
@@ -376,7 +376,7 @@ async def running_agent(
     env: dict[str, str] | None = None,
     command: tuple[str, ...] = (sys.executable, "-m", "acp_hermes"),
     initialize: bool = True,
-    schema_path: str | os.PathLike[str] | None = None,
+    schema_path: str | os.PathLike[str] | AcpSchema | None = None,
 ) -> AsyncIterator[AgentProcess]:
     """Spawn the server, initialize it, and check the wire is schema-valid when the block ends.
 

@@ -32,6 +32,10 @@ UNSTABLE_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v
 # (tests/fixtures/acp/README.md): what a client built on that release checks a subagent_update against.
 RELEASE_UNSTABLE_SCHEMA_PATH = REPO_ROOT / "tests" / "fixtures" / "acp" / "schema-v1.24.1.unstable.json"
 
+# Shapes acp-hermes chose for drafts no published schema has (session/rewind, session/edit_prompt,
+# history_truncated): added to a schema only for the runs that call them (``with_drafts``).
+DRAFTS_SCHEMA_PATH = REPO_ROOT / "tests" / "fixtures" / "acp" / "timeline-drafts.schema.json"
+
 # Methods without a stable response definition, validated against a definition of the same shape.
 # session/fork is unstable and absent from the stable v1 schema; its response is shaped like
 # NewSessionResponse (sessionId, modes, configOptions).
@@ -135,6 +139,20 @@ def load_schema(path: str) -> AcpSchema:
         return AcpSchema(json.load(handle))
 
 
+@functools.cache
+def with_drafts(path: str) -> AcpSchema:
+    """The schema at ``path`` with the drafts' shapes added: their methods, and ``history_truncated`` as
+    one more kind of session update."""
+    with Path(path).open(encoding="utf-8") as handle:
+        document = json.load(handle)
+    drafts = json.loads(DRAFTS_SCHEMA_PATH.read_text(encoding="utf-8"))
+    document["$defs"].update(drafts["$defs"])
+    document["$defs"]["SessionUpdate"]["oneOf"].append({
+        "type": "object", "properties": {"sessionUpdate": {"type": "string", "const": "history_truncated"}},
+        "required": ["sessionUpdate"], "allOf": [{"$ref": "#/$defs/HistoryTruncated"}]})
+    return AcpSchema(document)
+
+
 def explain(error: ValidationError, depth: int = 0) -> list[str]:
     """Follow a failed union into the one branch whose discriminator matched, for a useful message."""
     if error.context and depth < 10:
@@ -159,8 +177,11 @@ def _discriminator_miss(error: ValidationError) -> bool:
 class WireValidator:
     """Collects schema problems in everything the agent sends over one client connection."""
 
-    def __init__(self, schema_path: str | os.PathLike[str] | None = None) -> None:
-        self.schema = load_schema(str(Path(schema_path).resolve())) if schema_path is not None else default_schema()
+    def __init__(self, schema_path: str | os.PathLike[str] | AcpSchema | None = None) -> None:
+        if isinstance(schema_path, AcpSchema):
+            self.schema = schema_path
+        else:
+            self.schema = load_schema(str(Path(schema_path).resolve())) if schema_path is not None else default_schema()
         self.errors: list[str] = []
         self.extension_updates = 0  # extension session updates seen (each checked against its own shape)
         self.messages: list[dict[str, Any]] = []

@@ -10,7 +10,6 @@ import pytest
 from acp_hermes.adapter.client import AIR_ASYNC_TASKS, air_capabilities, session_capability
 from acp_hermes.adapter.extensions import file_report_request
 from acp_hermes.adapter.render import file_change_report, quota_exceeded, quota_update, render_notice
-from acp_hermes.adapter.wire import SHELTERED_META
 from acp_hermes.core.events import Notice, QuotaChanged, QuotaMeter, QuotaPool
 from acp_hermes.core.quotas import QuotaExceeded
 from tests.support.extension_schema import QUOTA_EXCEEDED_DATA, UPDATES, problems
@@ -55,21 +54,19 @@ def test_the_file_change_report_rides_a_session_info_update_as_air_reads_it() ->
     assert unknown == {"version": 1, "requestId": "r2", "status": "unavailable", "reason": "notReported"}
 
 
-def request(value: Any, sheltered: bool = True) -> dict[str, Any]:
-    meta = {"jetbrains": {"air": {"agentFileChangeReportRequest": value}}}
-    return {"_meta": {SHELTERED_META: meta} if sheltered else meta}
+def request(value: Any) -> dict[str, Any]:
+    return {"_meta": {"jetbrains": {"air": {"agentFileChangeReportRequest": value}}}}
 
 
 @pytest.mark.parametrize(("params", "expected"), [
     (request({"version": 1, "requestId": "turn-1.a:b"}), "turn-1.a:b"),
-    (request({"version": 1, "requestId": "turn-1"}, sheltered=False), "turn-1"),
     (request({"version": 2, "requestId": "turn-1"}), None),
     (request({"version": 1, "requestId": "turn 1"}), None),
     (request({"version": 1, "requestId": "x" * 129}), None),
     (request({"version": 1, "requestId": "t", "extra": 1}), None),
     (request("turn-1"), None),
     ({}, None),
-], ids=["valid", "unsheltered", "version-2", "space", "too-long", "extra-key", "not-an-object", "none"])
+], ids=["valid", "version-2", "space", "too-long", "extra-key", "not-an-object", "none"])
 def test_a_file_change_report_request_is_read_only_in_its_exact_shape(params: dict[str, Any],
                                                                       expected: str | None) -> None:
     assert file_report_request(params) == expected

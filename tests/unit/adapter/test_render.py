@@ -67,8 +67,9 @@ def test_tool_call_lifecycle_payloads() -> None:
         ToolCallStarted("toolu_1", "read_file", "Read a.py", "read", {"path": "a.py"}, (Location("/w/a.py", 3),))
     )
     assert started == {
-        "sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "Read a.py", "kind": "read",
-        "status": "pending", "rawInput": {"path": "a.py"}, "locations": [{"path": "/w/a.py", "line": 3}],
+        "sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "Read a.py", "name": "read_file",
+        "kind": "read", "status": "pending", "rawInput": {"path": "a.py"},
+        "locations": [{"path": "/w/a.py", "line": 3}],
     }
     assert "locations" not in render_update(ToolCallStarted("toolu_2", "todo", "Read plan", "other", {}))
     assert render_update(ToolCallUpdated("toolu_1")) == {

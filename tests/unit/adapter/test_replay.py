@@ -70,8 +70,9 @@ def test_a_conversation_replays_in_order_with_ids() -> None:
 def test_a_tool_call_arrives_final_in_one_update() -> None:
     [update] = replay_updates([tool_row(3, outcome(raw_output={"bytes": 8}))])
     assert update == {
-        "sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "Read a.py", "kind": "read",
-        "status": "completed", "rawInput": {"path": "a.py"}, "locations": [{"path": "/w/a.py", "line": 3}],
+        "sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "Read a.py", "name": "read_file",
+        "kind": "read", "status": "completed", "rawInput": {"path": "a.py"},
+        "locations": [{"path": "/w/a.py", "line": 3}],
         "content": [{"type": "content", "content": {"type": "text", "text": "```python\ncontents\n```"}}],
         "rawOutput": {"bytes": 8},
     }

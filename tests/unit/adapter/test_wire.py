@@ -16,7 +16,6 @@ from acp_hermes.adapter.wire import (
     INVALID_REQUEST,
     MAX_NESTING,
     PARSE_ERROR,
-    SHELTERED_META,
     StdioTransport,
     too_deep,
     top_level_id,
@@ -178,17 +177,15 @@ async def test_meta_keys_that_could_bind_parameters_are_dropped() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_prompts_identifier_meta_keys_are_sheltered_where_they_bind_nothing() -> None:
-    """JetBrains AIR asks for a file-change report in a prompt's ``_meta.jetbrains``: kept for the adapter
-    under a key that is not an identifier, so it still cannot bind ``session_id`` or ``prompt``."""
-    air = {"air": {"agentFileChangeReportRequest": {"version": 1, "requestId": "r1"}}}
-    request = {"id": 1, "method": "session/prompt",
-               "params": {"sessionId": "s", "prompt": [], "_meta": {"jetbrains": air, "session_id": "x", "a-b": 1}}}
+async def test_airs_meta_namespace_is_kept_beside_a_dropped_key() -> None:
+    """``jetbrains`` names no handler's parameter: AIR's ``_meta.jetbrains.air.fork`` reaches the fork."""
+    air = {"air": {"fork": {"version": 1, "messageId": "m1"}}}
+    request = {"id": 1, "method": "session/fork",
+               "params": {"sessionId": "s", "cwd": "/safe", "_meta": {"jetbrains": air, "cwd": "/etc"}}}
     transport, _ = transport_over(json.dumps(request).encode() + b"\n")
     message = await transport.receive()
     assert message is not None
-    assert message["params"]["_meta"] == {"a-b": 1, SHELTERED_META: {"jetbrains": air, "session_id": "x"}}
-    assert not SHELTERED_META.isidentifier()
+    assert message["params"] == {"sessionId": "s", "cwd": "/safe", "_meta": {"jetbrains": air}}
 
 
 @pytest.mark.anyio

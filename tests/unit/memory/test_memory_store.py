@@ -1,11 +1,9 @@
 """MemoryStore against real files: Hermes's format, limits, matching, refusals, the frozen
-snapshot, and writes from several processes at once."""
+snapshot, and writes from two stores at once (several processes: tests/integration/test_concurrent_stores.py)."""
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,9 +14,6 @@ from acp_hermes_memory.store import (
     MemoryUpdateError,
     parse_entries,
 )
-
-if TYPE_CHECKING:
-    from multiprocessing.synchronize import Barrier
 
 
 @pytest.fixture
@@ -225,28 +220,3 @@ def test_apply_rereads_the_file_written_by_someone_else(store: MemoryStore) -> N
     other.apply("add", "memory", content="Theirs.")
     update = store.apply("add", "memory", content="Ours again.")
     assert update.entries == ("Ours.", "Theirs.", "Ours again.")
-
-
-def _add_entries(memories_dir: str, worker: int, count: int, barrier: Barrier) -> None:
-    store = MemoryStore(Path(memories_dir), memory_limit=1_000_000)
-    barrier.wait()
-    for number in range(count):
-        store.apply("add", "memory", content=f"worker {worker} fact {number}")
-
-
-def test_concurrent_processes_lose_no_entries(tmp_path: Path) -> None:
-    context = multiprocessing.get_context("spawn")
-    workers, count = 4, 25
-    barrier = context.Barrier(workers)
-    processes = [
-        context.Process(target=_add_entries, args=(str(tmp_path), worker, count, barrier)) for worker in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(timeout=120)
-    assert [process.exitcode for process in processes] == [0] * workers
-    expected = {f"worker {w} fact {n}" for w in range(workers) for n in range(count)}
-    entries = raw_entries(tmp_path / "MEMORY.md")
-    assert len(entries) == workers * count
-    assert set(entries) == expected

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import stat
 import threading
@@ -96,25 +95,6 @@ def test_unknown_keys_are_kept_and_a_damaged_file_is_left_alone(home: Path, cloc
     store.record_use(store.find("mine"), "view")
     store.usage.flush()
     assert usage_file.read_text() == "{not json"  # perhaps Hermes's, mid-write: never replaced by ours
-
-
-def _bump_many(path: str, lock: str, count: int) -> None:
-    recorder = UsageRecorder(UsageFile(Path(path), Path(lock)), system_clock())
-    for _ in range(count):
-        recorder.record("shared", "use", "user")
-    assert recorder.flush()
-
-
-def test_concurrent_processes_lose_no_count(tmp_path: Path) -> None:
-    path, lock = tmp_path / "skills" / ".usage.json", tmp_path / "skills.lock"
-    context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_bump_many, args=(str(path), str(lock), 40)) for _ in range(3)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-    assert [worker.exitcode for worker in workers] == [0, 0, 0]
-    assert json.loads(path.read_text())["shared"]["use_count"] == 120
 
 
 def test_recording_never_waits_for_the_write(tmp_path: Path) -> None:
