@@ -44,6 +44,7 @@ ENV_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_MODEL = "HERMES_MODEL"
 ENV_HOME = "HERMES_HOME"
 ENV_LOG_LEVEL = "ACP_HERMES_LOG_LEVEL"
+ENV_TRUST = "ACP_HERMES_TRUST"  # "1": trust every workspace this process serves (headless use, like --trust)
 
 
 class ConfigError(Exception):
@@ -67,6 +68,11 @@ class Paths:
     @property
     def permissions_file(self) -> Path:
         return self.own / "permissions.yaml"
+
+    @property
+    def trust_file(self) -> Path:
+        """Which repositories the user trusts (or not), and their approved MCP servers (``memory.trust_store``)."""
+        return self.own / "trust.json"
 
     @property
     def logs(self) -> Path:
@@ -224,6 +230,14 @@ class WebSettings(BaseModel):
         return self
 
 
+class TrustSettings(BaseModel):
+    """Workspace trust: the config file's ``trust:`` mapping (``docs/trust.md``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ask: bool = True  # ask before a workspace's files change what the agent does; false: trust every workspace
+
+
 class Settings(BaseModel):
     """Everything configurable. Field names are the config file's keys."""
 
@@ -271,6 +285,7 @@ class Settings(BaseModel):
     web: WebSettings = Field(default_factory=WebSettings)  # the API's web search and fetch
     memory: MemorySettings = Field(default_factory=MemorySettings)  # an external memory provider
     skills: SkillsSettings = Field(default_factory=SkillsSettings)  # skills' lifecycle and curation pass
+    trust: TrustSettings = Field(default_factory=TrustSettings)  # whether a workspace's files are asked about
 
     @field_validator("sandbox", "thought_level", mode="before")
     @classmethod
@@ -298,7 +313,7 @@ class Settings(BaseModel):
                                       {"default": default})
         return value.strip()
 
-    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", mode="before")
+    @field_validator("delegation", "checkpoints", "budget", "web", "memory", "skills", "trust", mode="before")
     @classmethod
     def _empty_section(cls, value: Any) -> Any:
         """A section with every key under it commented out is YAML's null: the defaults."""
@@ -465,3 +480,63 @@ def check_config(values: Mapping[str, Any], source: Path) -> Settings:
         return Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
+
+
+def trust_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``ACP_HERMES_TRUST`` asks this process to trust every workspace it serves (headless use)."""
+    env = os.environ if env is None else env
+    return env.get(ENV_TRUST, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+# -- a project's own settings (``.hermes/config.yaml`` in a trusted workspace)
+
+# What a repository may set for its sessions: nothing that widens what runs unasked (the API key and
+# endpoint, the sandbox, the starting mode, budgets, bypass without a sandbox, …). ``system_message`` and
+# ``mcp_servers`` are read by the caller (``core.trust``): the first goes into the system prompt under the
+# project's name, scanned; the second are programs, each approved by its exact command before it starts.
+PROJECT_KEYS = ("model", "models", "thought_level", "system_message", "mcp_servers", "delegation", "checkpoints",
+                "web", "compression", "compression_threshold")
+# The only keys of a section a project may set: the checkpoint store's limits and pruning are the user's (the
+# store is shared by every workspace's pruning, and its size is the user's disk).
+PROJECT_SECTION_KEYS = {"checkpoints": frozenset({"enabled"})}
+_MERGED_KEYS = ("model", "models", "thought_level", "delegation", "checkpoints", "web", "compression",
+                "compression_threshold")
+
+
+@value
+class ProjectSettings:
+    """The user's settings with a project's merged over them, and what of the project's was left out."""
+
+    settings: Settings
+    ignored: tuple[str, ...] = ()  # keys a project may not set: named once to the user, never applied
+    problems: tuple[str, ...] = ()  # allowed keys whose values could not be used, one line each
+
+
+def merge_project_settings(user: Settings, values: Mapping[str, Any]) -> ProjectSettings:
+    """``user`` with the project's allowed keys merged over it, key by key: a section's keys over the
+    user's section, ``models`` added to the user's; each key checked on its own, so one bad value
+    leaves out only that key. ``system_message`` and ``mcp_servers`` are left to the caller."""
+    ignored = [str(key) for key in values if key not in PROJECT_KEYS]
+    problems: list[str] = []
+    merged: dict[str, Any] = user.model_dump()
+    for key in _MERGED_KEYS:
+        if key not in values:
+            continue
+        raw = values[key]
+        if key in PROJECT_SECTION_KEYS and isinstance(raw, Mapping):
+            ignored += [f"{key}.{name}" for name in raw if name not in PROJECT_SECTION_KEYS[key]]
+            raw = {name: item for name, item in raw.items() if name in PROJECT_SECTION_KEYS[key]}
+        candidate: Any
+        if isinstance(raw, Mapping) and isinstance(merged.get(key), dict):
+            candidate = {**merged[key], **raw}
+        elif key == "models" and isinstance(raw, list):
+            candidate = list(dict.fromkeys([*merged["models"], *raw]))
+        else:
+            candidate = raw
+        try:
+            Settings.model_validate({**merged, key: candidate})
+        except ValidationError as exc:
+            problems.append(_describe(exc, Path(".hermes/config.yaml")).partition(": ")[2])
+            continue
+        merged[key] = candidate
+    return ProjectSettings(Settings.model_validate(merged), tuple(ignored), tuple(problems))

@@ -7,7 +7,9 @@
 
 Each run spawns the server the way an editor does: the ``acp-hermes`` console script of the
 venv, stdin/stdout pipes, NDJSON, a fresh HERMES_HOME with an API key in the environment (so
-``session/new`` succeeds) and a fresh workspace (empty, or with ``--agents-md`` an AGENTS.md).
+``session/new`` succeeds) and a fresh workspace (empty, or with ``--agents-md`` an AGENTS.md, trusted with
+``ACP_HERMES_TRUST=1`` so it loads as it did before workspace trust; or with ``--tree N`` N folders of plain
+files: nothing trust gates, which the first prompt looks for before its model request).
 It sends ``initialize`` at once and ``session/new`` as soon as that is answered, and measures
 spawn → each response; the CPU the agent had used when ``session/new`` was answered (all its
 threads, and its main thread alone: acp-hermes imports the ACP SDK on another thread meanwhile);
@@ -195,6 +197,16 @@ def editor_env(hermes_home: Path, base_url: str | None = None) -> dict[str, str]
     return env
 
 
+def plant_tree(workspace: Path, folders: int) -> None:
+    """``folders`` folders up to three deep, a plain file in each: a project that carries nothing trust gates."""
+    if folders:
+        (workspace / ".git").mkdir()  # its own repository root, as a checkout is
+    for number in range(folders):
+        folder = workspace / f"pkg{number % 20}" / f"mod{number // 20 % 20}" / f"part{number}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "code.py").write_text("print('plain')\n", encoding="utf-8")
+
+
 @contextmanager
 def scratch_dirs() -> Iterator[tuple[Path, Path]]:
     """A fresh HERMES_HOME and a fresh workspace, removed afterwards."""
@@ -300,13 +312,16 @@ def _is_text_chunk(message: dict[str, Any]) -> bool:
 
 def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: IO[bytes] | int = subprocess.DEVNULL,
                on_phase: Callable[[str], None] | None = None, agents_md: bool = False,
-               loaded_probe: bool = False) -> StartRun:
+               loaded_probe: bool = False, tree: int = 0) -> StartRun:
     """Spawn ``command``, initialize, open a session; with ``model_url`` also run two prompts; with
     ``loaded_probe`` also ask ``session/list`` and read the peak RSS once it is answered."""
     with scratch_dirs() as (home, workspace):
+        env = editor_env(home, model_url)
         if agents_md:
             (workspace / "AGENTS.md").write_text(SAMPLE_AGENTS_MD, encoding="utf-8")
-        agent = AgentProcess(command, editor_env(home, model_url), workspace, stderr)
+            env["ACP_HERMES_TRUST"] = "1"  # loaded as before workspace trust (a build without trust ignores it)
+        plant_tree(workspace, tree)
+        agent = AgentProcess(command, env, workspace, stderr)
         try:
             init = agent.request("initialize", initialize_params())
             if on_phase:
@@ -528,6 +543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="modules listed per phase with --importtime")
     parser.add_argument("--agents-md", action="store_true",
                         help="put a 5 KB AGENTS.md in each workspace (session/new then loads and scans it)")
+    parser.add_argument("--tree", type=int, default=0, metavar="N",
+                        help="fill each workspace with N folders of plain files (nothing that trust gates)")
     add_server_option(parser)
     parser.add_argument("--baseline", help="another build's command (e.g. main's checkout): its starts alternate "
                         "with these, and the figures are compared run by run")
@@ -539,11 +556,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.runs < 10:
         parser.error("--runs must be at least 10")
+    kind: dict[str, Any] = {"agents_md": args.agents_md, "tree": args.tree}  # what each workspace holds
     with ScriptedModelServer(scripted_reply) as model:
         cold_start(FLOOR_COMMAND)  # one unmeasured start of each: page cache and .pyc files
-        cold_start(server, model_url=model.base_url, agents_md=args.agents_md)
+        cold_start(server, model_url=model.base_url, **kind)
         if baseline_command is not None:
-            cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md)
+            cold_start(baseline_command, model_url=model.base_url, **kind)
         floor: list[StartRun] = []
         hermes: list[StartRun] = []
         loaded: list[StartRun] = []
@@ -551,11 +569,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for number in range(args.runs):
             floor.append(cold_start(FLOOR_COMMAND))
             if baseline_command is not None and number % 2:  # each goes first in every other run
-                baseline.append(cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md))
-            hermes.append(cold_start(server, model_url=model.base_url, agents_md=args.agents_md))
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, **kind))
+            hermes.append(cold_start(server, model_url=model.base_url, **kind))
             if baseline_command is not None and not number % 2:
-                baseline.append(cold_start(baseline_command, model_url=model.base_url, agents_md=args.agents_md))
-            loaded.append(cold_start(server, agents_md=args.agents_md, loaded_probe=True))
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, **kind))
+            loaded.append(cold_start(server, loaded_probe=True, **kind))
             print(f"\rrun {number + 1}/{args.runs}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     met = report(floor, hermes, loaded)

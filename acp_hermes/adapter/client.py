@@ -43,7 +43,7 @@ from acp_hermes.core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from acp_hermes.permissions.gate import CANCELLED, PermissionQuestion
+from acp_hermes.permissions.gate import CANCELLED, REJECT_ONCE, PermissionQuestion
 from acp_hermes_memory.fs import check_unchanged
 from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import (
@@ -58,11 +58,14 @@ from acp_hermes_tools.contracts import (
     PermissionDenied,
     Question,
     TerminalDisplay,
+    TextDisplay,
 )
 from acp_hermes_tools.local_io import LocalEditor
 
 if TYPE_CHECKING:
     from acp.connection import Connection
+
+    from acp_hermes.core.trust import WorkspaceQuestion
 
 log = logging.getLogger(__name__)
 
@@ -268,12 +271,15 @@ def _one_line(text: str, limit: int = 80) -> str:
 
 
 class PermissionRequests:
-    """Asks the user through ``session/request_permission`` (same toolCallId as the call)."""
+    """Asks the user through ``session/request_permission`` (same toolCallId as the call); questions
+    about the workspace (``core.trust``) the best way the client allows."""
 
-    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None) -> None:
+    def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None,
+                 abilities: ClientAbilities | None = None) -> None:
         self._link = link
         self._session_id = session_id
         self._view = view or ClientView()
+        self._abilities = abilities or ClientAbilities()
 
     def tool_call(self, question: PermissionQuestion) -> dict[str, Any]:
         """The call asked about, as the tool call itself shows it (kind, locations; the title is the
@@ -319,6 +325,65 @@ class PermissionRequests:
         raise _unanswered(question, "its answer has no outcome of a known kind")
 
 
+    async def ask_workspace(self, question: WorkspaceQuestion) -> str | None:
+        """A question about the workspace, not a tool call: for a client with its own trust dialog,
+        none (it tells its decision with ``_trust/decision``); else one form where the client has
+        forms; else a permission request on a card of its own, shown and ended like a tool call's."""
+        if question.kind == "trust" and self._abilities.workspace_trust:
+            return None
+        if self._abilities.forms:
+            chosen = await self._form(question)
+            if chosen is not None:
+                return chosen
+        return await self._on_card(question)
+
+    async def _form(self, question: WorkspaceQuestion) -> str | None:
+        """The option picked in an ``elicitation/create`` form; None when the client did not show it."""
+        offered = {option.option_id for option in question.options}
+        schema = {"type": "object", "required": [DECISION_FIELD], "properties": {DECISION_FIELD: {
+            "type": "string", "title": "Your answer",
+            "oneOf": [{"const": option.option_id, "title": option.label} for option in question.options]}}}
+        params = {"sessionId": self._session_id, "mode": "form", "message": f"**{question.title}**\n\n{question.text}",
+                  "requestedSchema": schema}
+        try:
+            result = await self._link.request("elicitation/create", params)
+        except (RequestError, ConnectionError) as exc:
+            log.warning("the editor did not show the form (%s); asking with a permission request", exc)
+            return None
+        response = result if isinstance(result, dict) else {}
+        if response.get("action") == "accept":
+            content = response.get("content")
+            chosen = content.get(DECISION_FIELD) if isinstance(content, dict) else None
+            return chosen if chosen in offered else REJECT_ONCE
+        return REJECT_ONCE if response.get("action") == "decline" else CANCELLED
+
+    async def _on_card(self, question: WorkspaceQuestion) -> str:
+        asked = question.as_permission()
+        labels = {option.option_id: option.label for option in question.options}
+        try:
+            await self._link.update(self._session_id, {
+                "sessionUpdate": "tool_call", "toolCallId": asked.call_id, "title": asked.title, "kind": "other",
+                "status": "pending", "rawInput": dict(question.raw),
+                "content": [tool_content(item) for item in asked.display]})
+        except ConnectionError:
+            return CANCELLED
+        status, said = "failed", "No answer could be read from the editor."
+        try:
+            chosen = await self.ask(asked)
+            status, said = "completed", f"Your answer: {labels.get(chosen, 'none (cancelled)')}."
+            return chosen
+        finally:
+            try:
+                await self._link.update(self._session_id, {
+                    "sessionUpdate": "tool_call_update", "toolCallId": asked.call_id, "status": status,
+                    "content": [tool_content(TextDisplay(said))]})
+            except ConnectionError:
+                log.debug("client gone; the workspace question's card was not closed")
+
+
+DECISION_FIELD = "decision"  # the one field of a workspace question's form
+
+
 def _unanswered(question: PermissionQuestion, reason: str) -> PermissionDenied:
     """The question failed in the editor: the call does not run, and the user and the model are told why."""
     log.warning("permission request for call %s failed: %s", question.call_id, reason)
@@ -334,6 +399,7 @@ class ClientAbilities:
     write_files: bool = False
     terminals: bool = False
     forms: bool = False  # form elicitation: questions to the user while a turn waits
+    workspace_trust: bool = False  # shows its own workspace trust dialog (``adapter.trust``)
     subagents: bool = False  # shows child sessions (``shows_subagents``): subagent_update and their own updates
     notices: bool = False  # shows ``notice`` updates (unstable ``session.notices``): else they are agent messages
     quotas: bool = False  # shows quotas (``session.quotas``): quota_update, quota/read, the quotaExceeded error

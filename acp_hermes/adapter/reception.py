@@ -113,6 +113,9 @@ class Reception:
         self._runtime = runtime
         self._config_error = config_error
         self.answered: list[Answered] = []
+        # A client with a trust dialog of its own wants the workspace's standing in session/new's answer,
+        # which means searching the workspace for what it carries: that answer is left to the handler.
+        self._trust_client = False
 
     async def run(self, loading: Loading, load: Callable[[], None]) -> dict[str, Any] | Reading | None:
         """Answer what it can until ``loading`` is done; ``load`` begins it when there is nothing
@@ -141,6 +144,10 @@ class Reception:
             terminal_auth = terminal_auth_of(params)
             if terminal_auth is None:
                 return False
+            from acp_hermes.adapter.trust import advertised
+
+            capabilities = params.get("clientCapabilities") if isinstance(params, dict) else None
+            self._trust_client = isinstance(capabilities, dict) and advertised(capabilities)
             early = Answered(method, params, initialize_result(terminal_auth))
         elif method == "session/new":
             found = await self._new_session(params)
@@ -160,14 +167,13 @@ class Reception:
         handler gives the errors (a workspace path refused, no key, a configuration error, a
         state.db that cannot be opened)."""
         found = workspace_of(params)
-        if found is None:
+        if found is None or self._trust_client:
             return None
         try:
-            workspace(*found)
+            root, _ = workspace(*found)
         except InvalidInput:
             return None
-        settings = self._runtime.settings
-        if self._config_error is not None or not settings.has_api_key:
+        if self._config_error is not None or not self._runtime.settings.has_api_key:
             return None
         opening, probing = self._runtime.db_opening, self._runtime.sandbox_probe
         if opening is None:
@@ -180,7 +186,10 @@ class Reception:
         failures = [done.exception() for done in waiting]  # each retrieved: the handler says why
         if failures[0] is not None:  # state.db (a failed probe is tried again where it is needed)
             return None
-        session_id, choices = str(uuid.uuid4()), new_session_choices(self._runtime)
+        from acp_hermes.core.trust import starting_settings
+
+        settings = starting_settings(self._runtime, root)  # a trusted project's model and thinking level
+        session_id, choices = str(uuid.uuid4()), new_session_choices(self._runtime, settings)
         return Answered("session/new", params, new_session_result(session_id, choices, settings), (session_id, choices))
 
 

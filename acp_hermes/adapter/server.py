@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import weakref
 from collections.abc import Coroutine, Sequence
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.adapter import extensions, rewind, steering, timeline
+from acp_hermes.adapter import extensions, rewind, steering, timeline, trust
 from acp_hermes.adapter.client import (
     AIR_ASYNC_TASKS,
     AIR_FILE_CHANGE_REPORT,
@@ -56,7 +57,7 @@ from acp_hermes.adapter.sdk import (
     route_session_delete,
 )
 from acp_hermes.config import ConfigError, Settings, home_problem, load_settings
-from acp_hermes.core.choices import MODE_OPTION, SessionChoices
+from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION
 from acp_hermes.core.commands import Handled, handle, menu
 from acp_hermes.core.errors import InvalidInput, SessionCreationFailed, SessionNotFoundError
 from acp_hermes.core.events import AgentText
@@ -119,7 +120,7 @@ class HermesAgent:
                 sink_for=lambda sid: SessionUpdates(
                     link, sid, view(sid), subagents=self._abilities.subagents, notices=self._abilities.notices,
                     quotas=self._abilities.quotas, tasks=AIR_ASYNC_TASKS in self._abilities.air),
-                asker_for=lambda sid: PermissionRequests(link, sid, view(sid)),
+                asker_for=lambda sid: PermissionRequests(link, sid, view(sid), self._abilities),
                 editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid), launchers),
                 opened=self._opened,
             ),
@@ -132,6 +133,8 @@ class HermesAgent:
         observe_request(engine, "session/fork", _raw_fork)
         route_request(engine, timeline.REWIND_METHOD, self.rewind_session)
         route_request(engine, timeline.EDIT_PROMPT_METHOD, self.edit_prompt)
+        for method in (trust.STATUS_METHOD, trust.DECISION_METHOD):  # as the issue's clients spell them, no "_"
+            route_request(engine, method, functools.partial(self.ext_method, method))
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
         """What the SDK's model of the client's capabilities leaves out: ``subagents`` and
@@ -192,6 +195,7 @@ class HermesAgent:
             notices=self._raw_abilities[0],
             quotas=self._raw_abilities[1],
             air=self._raw_abilities[2],
+            workspace_trust=trust.advertised(caps),
         )
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
@@ -227,8 +231,13 @@ class HermesAgent:
 
     # -- session lifecycle
 
-    def _choices_state(self, choices: SessionChoices) -> dict[str, Any]:
-        return choices_state(choices, self._settings())
+    async def _session_state(self, session: Session) -> dict[str, Any]:
+        """What load, resume and fork answer of a session: its modes and options, and for a client with
+        its own trust dialog the workspace's standing."""
+        state = choices_state(session.choices, session.services.settings)
+        if self._abilities.workspace_trust:
+            state["_meta"] = await trust.session_meta(self.runtime, session.services.trust, session.state.cwd)
+        return state
 
     def _opened(self, session: Session) -> None:
         """What a client expects right after a session appears: commands, usage; warm imports.
@@ -274,7 +283,12 @@ class HermesAgent:
         # ms with a big AGENTS.md). The manager builds it just after; requests on it wait for that.
         new = self.manager.create_soon(root, extra, mcp_servers=lambda: specs_from_acp(mcp_servers),
                                        announced=_ANNOUNCED.get())
-        return new_session_result(new.id, new.choices, self._settings())
+        from acp_hermes.core.trust import starting_settings
+
+        result = new_session_result(new.id, new.choices, starting_settings(self.runtime, root))
+        if self._abilities.workspace_trust:
+            result["_meta"] = await trust.session_meta(self.runtime, None, root)
+        return result
 
     @translated
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
@@ -284,7 +298,7 @@ class HermesAgent:
         # The manager reads the rows once, off the event loop, for both the history and the replay.
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers),
                                                 show=self._replay)
-        return self._choices_state(session.choices)
+        return await self._session_state(session)
 
     async def _replay(self, session: Session, rows: Sequence[MessageRecord]) -> None:
         """What session/load shows of a restored session before anything else: its history, its title."""
@@ -300,7 +314,7 @@ class HermesAgent:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
-        return self._choices_state(session.choices)
+        return await self._session_state(session)
 
     @translated
     async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
@@ -312,8 +326,15 @@ class HermesAgent:
         if forked.title:
             self.spawn(self.link.update(forked.session_id, {"sessionUpdate": "session_info_update",
                                                             "title": forked.title}))
-        return {"sessionId": forked.session_id, **self._choices_state(forked.choices),
-                **timeline.fork_meta(forked.rollback)}
+        from acp_hermes.core.trust import starting_settings
+
+        # Answered before the fork is built: its workspace's standing as a session there finds it.
+        settings = starting_settings(self.runtime, root)
+        result = {"sessionId": forked.session_id, **choices_state(forked.choices, settings),
+                  **timeline.fork_meta(forked.rollback)}
+        if self._abilities.workspace_trust:
+            result.setdefault("_meta", {}).update(await trust.session_meta(self.runtime, None, root))
+        return result
 
     @translated
     async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -349,8 +370,8 @@ class HermesAgent:
     async def _announce_choice(self, session: Session, option_id: str) -> None:
         """Tell the client about a change it did not make itself (the other view of the mode, or a
         slash command's change)."""
-        await self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                            "configOptions": config_options(session.choices, self._settings())})
+        options = config_options(session.choices, session.services.settings)
+        await self.link.update(session.id, {"sessionUpdate": "config_option_update", "configOptions": options})
         if option_id == MODE_OPTION:
             await self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                 "currentModeId": session.choices.mode.value})
@@ -362,14 +383,14 @@ class HermesAgent:
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                      "currentModeId": session.choices.mode.value}))
-        return {"configOptions": config_options(session.choices, self._settings())}
+        return {"configOptions": config_options(session.choices, session.services.settings)}
 
     @translated
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
         session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(MODE_OPTION, mode_id)
-        self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update",
-                                                 "configOptions": config_options(session.choices, self._settings())}))
+        options = config_options(session.choices, session.services.settings)
+        self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update", "configOptions": options}))
         return {}
 
     # -- turns
@@ -391,15 +412,18 @@ class HermesAgent:
         handled: Handled | None = None
         file_report = file_report if AIR_FILE_CHANGE_REPORT in self._abilities.air else None
         report = TurnReport(wants_files=file_report is not None)
+        before = (session.choices.model, session.choices.thought_level)
         try:
             with watching(report):
                 handled = await handle(session, to_parts(blocks), message_id)
-        finally:
-            if handled is None or handled.reply is None:  # after the answer: a turn may have changed skills
-                self.spawn(self._announce_menu(session))
+        finally:  # after the answer: a turn (or a trust decision before it, or /trust) may have changed skills
+            self.spawn(self._announce_menu(session))
+        changed = handled.reply.changed_option if handled.reply is not None else None
+        if changed is None and before != (session.choices.model, session.choices.thought_level):
+            changed = MODEL_OPTION  # a trusted project's model or thinking level became the session's
+        if changed is not None:
+            await self._announce_choice(session, changed)
         if handled.reply is not None:  # a slash command's reply, stored already
-            if handled.reply.changed_option is not None:
-                await self._announce_choice(session, handled.reply.changed_option)
             await self.link.update(session.id, render_update(AgentText(handled.message_id, handled.reply.text)))
         if file_report is not None:  # AIR: before the answer, what the turn changed (its checkpoints)
             await self.link.update(session.id, file_change_report(file_report, report.changed if report.ran else ()))
@@ -440,8 +464,13 @@ class HermesAgent:
 
     @translated
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``) and
-        steering (``adapter.steering``)."""
+        """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``),
+        steering (``adapter.steering``), workspace trust (``adapter.trust``) and AIR's task stop
+        (``adapter.extensions``)."""
+        if method == trust.STATUS_METHOD:
+            return await trust.status(self.runtime, self.manager, params)
+        if method == trust.DECISION_METHOD:
+            return await trust.decision(self.runtime, self.manager, params, self._trust_changed)
         if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD, steering.METHOD, extensions.TASK_STOP_METHOD):
             from acp import RequestError
 
@@ -465,6 +494,12 @@ class HermesAgent:
         if not isinstance(task_id, str) or not task_id:
             raise InvalidInput("asyncTaskId: required, the id of a task this session announced")
         return {"stopped": await stop_task(session, task_id)}
+
+    async def _trust_changed(self, session: Session) -> None:
+        """A trust decision from the client applied to ``session``: its menu (skills) and options (a
+        project's model) as they are now."""
+        await self._announce_menu(session)
+        await self._announce_choice(session, MODEL_OPTION)
 
     def _start_turn(self, session: Session, parts: Sequence[PromptPart]) -> None:
         """A turn nobody's request awaits (a steer that found the session idle): it streams as any turn."""

@@ -44,8 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
                         help="log verbosity (stderr and $HERMES_HOME/acp-hermes/logs/); default from config")
+    trust_help = ("serve: trust every workspace without asking, its project MCP servers included (headless use; "
+                  "also ACP_HERMES_TRUST=1)")
+    parser.add_argument("--trust", action="store_true", help=trust_help)
     commands = parser.add_subparsers(dest="command", metavar="command")
-    commands.add_parser("serve", parents=[common], help="serve ACP over stdio (the default)")
+    serve_parser = commands.add_parser("serve", parents=[common], help="serve ACP over stdio (the default)")
+    serve_parser.add_argument("--trust", action="store_true", default=argparse.SUPPRESS, help=trust_help)
     setup = commands.add_parser("setup", parents=[common],
                                 help="interactively save an API key, base URL and model to the config file")
     setup.add_argument("--no-check", action="store_true",
@@ -55,9 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--repair", action="store_true",
                         help="repair the session database: rebuild a search index that is out of step, or move a "
                         "damaged file aside (kept) and start a fresh one with every session it can still read")
-    from acp_hermes.app import checkpoints_cli, memory_cli, sessions, skills_cli
+    from acp_hermes.app import checkpoints_cli, memory_cli, sessions, skills_cli, trust_cli
 
     sessions.add_commands(commands, common)
+    trust_cli.add_commands(commands, common)
     checkpoints_cli.add_commands(commands, common)
     memory_cli.add_commands(commands, common)
     skills_cli.add_commands(commands, common)
@@ -164,7 +169,7 @@ def _reader_gone() -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command in (None, "serve"):
-        return serve(args.log_level)
+        return serve(args.log_level, trust=args.trust)
     if args.command != "doctor":  # doctor names it among what else it finds
         from acp_hermes.config import home_problem, paths_from_env
 
@@ -197,6 +202,10 @@ def _run(args: argparse.Namespace) -> int:
         from acp_hermes.app.skills_cli import run_skills
 
         return run_skills(args)
+    if args.command == "trust":
+        from acp_hermes.app.trust_cli import run_trust
+
+        return run_trust(args)
     from acp_hermes.app.demo import run_demo
 
     return run_demo(prompt=args.prompt, approve_all=args.yes, cwd=args.cwd, offline=args.offline,
@@ -214,8 +223,9 @@ def _log_for_command(level: str | None, *, console: bool) -> None:
     configure_logging(paths_from_env(), level or "INFO", console=console and level is not None)
 
 
-def serve(log_level: str | None) -> int:
-    """Serve ACP on stdin/stdout until the editor closes stdin."""
+def serve(log_level: str | None, *, trust: bool = False) -> int:
+    """Serve ACP on stdin/stdout until the editor closes stdin; ``trust`` (or ``ACP_HERMES_TRUST=1``):
+    every workspace is trusted without a question (headless use)."""
     import gc
 
     # What start-up builds (mostly the ACP SDK's models) lives as long as the process: the cyclic
@@ -225,7 +235,7 @@ def serve(log_level: str | None) -> int:
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env
+    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env, trust_from_env
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
@@ -255,7 +265,8 @@ def serve(log_level: str | None) -> int:
         gc.freeze()  # later collections need not walk all that again
         gc.enable()
 
-    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe)
+    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe,
+                      trust_everything=trust or trust_from_env())
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.

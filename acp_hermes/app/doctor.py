@@ -17,6 +17,7 @@ from acp_hermes.config import (
     ENV_BASE_URL,
     ENV_HOME,
     ENV_MODEL,
+    ENV_TRUST,
     ConfigError,
     Paths,
     Settings,
@@ -25,6 +26,7 @@ from acp_hermes.config import (
     names_a_variable,
     paths_from_env,
     read_config_file,
+    trust_from_env,
 )
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.grants import GrantStore
@@ -125,6 +127,23 @@ def _repair_database(path: Path, repair_it: bool, problems: list[str]) -> None:
         print("  nothing lost: every session and message the damaged file lists was recovered")
 
 
+
+
+def _trust(paths: Paths, settings: Settings) -> list[str]:
+    """The decision a session opened in the current directory would find, and what the folder carries."""
+    from acp_hermes.core.runtime import Runtime
+    from acp_hermes.core.trust import describe, open_trust, status_of
+
+    try:
+        status = status_of(open_trust(Runtime(settings, paths, trust_everything=trust_from_env()), Path.cwd()))
+    except OSError as exc:
+        return [f"cannot be read: {exc.strerror or exc}"]
+    lines = [f"for {Path.cwd()}:", *describe(status)]
+    if settings.trust.ask:
+        lines.append("asked before a workspace's files are loaded (trust.ask: yes)")
+    else:
+        lines.append("every workspace is trusted: trust.ask is no in the config")
+    return lines
 
 
 def _memory_files(paths: Paths, settings: Settings, problems: list[str]) -> None:
@@ -333,6 +352,7 @@ def run_doctor(*, repair: bool = False) -> int:
         ("HERMES_HOME", paths.home),
         ("config", paths.config_file),
         ("permissions", paths.permissions_file),
+        ("trust decisions", paths.trust_file),
         ("session database", paths.state_db),
         ("logs", paths.logs),
         ("memories", paths.memories),
@@ -359,12 +379,16 @@ def run_doctor(*, repair: bool = False) -> int:
             print(f"  {name:<23} {human(value)}")
         if (missing := _key_problem(paths, settings)) is not None:
             problems.append(missing)
-    for env in (ENV_HOME, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL):
+    for env in (ENV_HOME, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, ENV_TRUST):
         state = "set" if os.environ.get(env) else "not set"
         print(f"  env {env:<19} {state}")
 
     print("\nPermission grants")
     for line in _grants(paths.permissions_file) if blocked is None else [UNCHECKED]:
+        print(f"  {line}")
+
+    print("\nWorkspace trust")
+    for line in _trust(paths, settings or Settings()) if blocked is None else [UNCHECKED]:
         print(f"  {line}")
 
     print("\nEnvironment")

@@ -48,10 +48,11 @@ class SessionChoices:
         return config
 
 
-def new_session_choices(runtime: Runtime) -> SessionChoices:
+def new_session_choices(runtime: Runtime, settings: Settings | None = None) -> SessionChoices:
     """What a new session starts with: known before it is built and stored, and before the ACP SDK
-    is loaded (``SessionManager.new_choices``, and the adapter's reception answering ``session/new``)."""
-    settings = runtime.settings
+    is loaded (``SessionManager.new_choices``, and the adapter's reception answering ``session/new``).
+    ``settings``: the new session's (a trusted project's merged over the user's: ``core.trust``)."""
+    settings = settings or runtime.settings
     return allowed_choices(runtime, SessionChoices(mode=settings.default_mode, model=settings.model,
                                                    thought_level=settings.thought_level))
 

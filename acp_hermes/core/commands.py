@@ -303,6 +303,38 @@ async def _skills(session: Session, arg: str) -> CommandReply:
     return CommandReply(await anyio.to_thread.run_sync(steer, store, words[0], words[1], session.id))
 
 
+TRUST_USAGE = "`/trust` trusts this repository (remembered); `/trust session` for this session only."
+
+
+async def _trust(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.trust import REMEMBERED, decide, describe, status_of
+
+    if arg not in ("", "session"):
+        return CommandReply(f"Not understood. {TRUST_USAGE}")
+    trust = session.services.trust
+    status = await anyio.to_thread.run_sync(status_of, trust)
+    if trust.trusted and (arg == "session" or trust.source == REMEMBERED):
+        return CommandReply("\n".join(describe(status)))  # nothing to change
+    was = trust.trusted
+    approve = status.gated.mcp_servers if status.gated is not None else ()  # what the user can see listed
+    await decide(session, "session" if arg == "session" or trust.repository.home else "always", approve=approve)
+    lines = describe(await anyio.to_thread.run_sync(status_of, trust))
+    if not was and status.gated is not None and not status.gated.empty:
+        lines += ["Now in this session:", *status.gated.lines(), "The system prompt was built again once to take "
+                  "them in."]
+    return CommandReply("\n".join(lines))
+
+
+async def _untrust(session: Session, arg: str) -> CommandReply:
+    from acp_hermes.core.trust import decide, describe, status_of
+
+    await decide(session, "never")
+    lines = describe(await anyio.to_thread.run_sync(status_of, session.services.trust))
+    if not session.services.trust.repository.home:
+        lines.append("Remembered: it is not asked about again (`acp-hermes trust remove` forgets the decision).")
+    return CommandReply("\n".join(lines))
+
+
 async def _sandbox(session: Session, arg: str) -> CommandReply:
     sandbox = session.services.tools.sandbox
     lines = sandbox.describe() if sandbox is not None else ["no sandbox in this session"]
@@ -350,6 +382,10 @@ COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("permissions", "The mode and the remembered permission grants.", None, _permissions),
         SlashCommand("mcp", "The MCP servers of this session: status and tools.", None, _mcp),
         SlashCommand("sandbox", "Whether commands run in an OS sandbox, and what it allows.", None, _sandbox),
+        SlashCommand("trust", "Trust this repository: its instructions, skills, settings and MCP servers apply.",
+                     "optional: session", _trust),
+        SlashCommand("untrust", "Stop trusting this repository: nothing of its own reaches the model or runs.",
+                     None, _untrust),
         SlashCommand("compact", "Summarise the older conversation to free context.",
                      "optional: what to keep in detail", _compact),
         SlashCommand("skills", "List the skills with their state and use; pin, unpin, archive or restore one.",
@@ -398,6 +434,11 @@ async def handle(session: Session, parts: Sequence[PromptPart], client_message_i
         if reply is not None and reply.turn is not None:  # a command that is a model turn (/init)
             parts, reply = list(reply.turn), None
         if reply is None:
+            from acp_hermes.core.trust import before_turn
+
+            await before_turn(session)  # the workspace's trust is settled before the first model request
+            if place.epoch != session.cancel_epoch:  # cancelled while the question was open
+                return Handled("cancelled")
             loaded = await skill_prompt(session, parts)
             if loaded is None:
                 from acp_hermes.core.skill_upkeep import offer_archived

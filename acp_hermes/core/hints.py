@@ -29,11 +29,14 @@ MAX_DIRS_PER_PATH = 5
 class SubdirectoryHintTracker:
     """Per-session record of visited directories, anchored on the session's cwd (never the process's)."""
 
-    def __init__(self, cwd: Path, additional_directories: Sequence[Path] = ()) -> None:
+    def __init__(self, cwd: Path, additional_directories: Sequence[Path] = (), *, enabled: bool = True) -> None:
         self._cwd = _real(cwd)
         self._roots = (self._cwd, *(_real(directory) for directory in additional_directories))
         # The cwd's own context file is already in the system prompt.
         self._visited: set[Path] = {self._cwd}
+        # Off while the workspace is not trusted (core.trust): nothing is read and no directory counts
+        # as visited, so trusting it later delivers the hints of directories touched before.
+        self.enabled = enabled
 
     def check_tool_call(self, tool_name: str, args: Mapping[str, Any]) -> str:
         """Text to append to this tool's result: context files from newly reached directories, or ""."""
@@ -41,6 +44,8 @@ class SubdirectoryHintTracker:
 
     def check_paths(self, paths: Iterable[str]) -> str:
         """Hints for paths touched another way (files the user attached to a prompt), or ""."""
+        if not self.enabled:
+            return ""
         blocks = []
         for candidate in paths:
             for directory in self._new_directories(candidate):

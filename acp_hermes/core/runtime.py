@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from acp_hermes_memory.session_db import SessionDB
     from acp_hermes_memory.skills import SkillStore
     from acp_hermes_memory.store import MemoryStore
+    from acp_hermes_memory.trust_store import TrustStore
     from acp_hermes_tools.checkpoints import CheckpointStore
     from acp_hermes_tools.registry import ToolRegistry
     from acp_hermes_tools.sandbox import SandboxStatus
@@ -48,6 +49,7 @@ class Runtime:
     paths: Paths
     db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
     sandbox_probe: Future[None] | None = None  # the OS sandbox being tried on a thread since start-up
+    trust_everything: bool = False  # --trust / ACP_HERMES_TRUST: every workspace trusted (headless use)
     _provider: AnthropicProvider | None = None
     _registry: ToolRegistry | None = None
     _db: SessionDB | None = None
@@ -58,7 +60,9 @@ class Runtime:
     _memory: MemoryStore | None = None
     _memory_providers: MemoryProviders | None = None
     _grants: GrantStore | None = None
-    _skills: dict[Path, SkillStore] = field(default_factory=dict)  # by project: sessions there share the index
+    _trust: TrustStore | None = None
+    # By project, and whether its own skills are in (a trusted workspace): sessions there share the index.
+    _skills: dict[tuple[Path, bool], SkillStore] = field(default_factory=dict)
     _checkpoints: dict[Path, CheckpointStore] = field(default_factory=dict)  # by workspace: sessions there share it
 
     @property
@@ -145,20 +149,22 @@ class Runtime:
             await anyio.to_thread.run_sync(self.record_usage, session_id, model, usage)
         return text
 
-    def skills_for(self, cwd: Path) -> SkillStore:
+    def skills_for(self, cwd: Path, project: bool = True) -> SkillStore:
         """The skills a session in ``cwd`` sees: ``$HERMES_HOME/skills``, then the configured
-        folders and the project's ``.hermes/skills`` and ``.agents/skills`` (read-only, the project's
-        scanned whole; the home folder wins a name). Changes are recorded in the skills history."""
+        folders and, with ``project`` (a trusted workspace: ``core.trust``), the project's
+        ``.hermes/skills`` and ``.agents/skills`` (read-only, scanned whole; the home folder wins a
+        name). Changes are recorded in the skills history."""
         with self._stores_lock:
-            store = self._skills.get(cwd)
+            store = self._skills.get((cwd, project))
             if store is None:
                 from acp_hermes_memory.skills import SkillStore
 
                 external = [Path(os.path.expanduser(d)) for d in self.settings.skills_external_dirs]
                 paths = self.paths
-                store = self._skills[cwd] = SkillStore(
-                    paths.skills, external, project=[cwd / ".hermes" / "skills", cwd / ".agents" / "skills"],
-                    history=paths.skills_history, scan_cache=paths.project_skill_scans)
+                own = [cwd / ".hermes" / "skills", cwd / ".agents" / "skills"] if project else []
+                store = self._skills[(cwd, project)] = SkillStore(
+                    paths.skills, external, project=own, history=paths.skills_history,
+                    scan_cache=paths.project_skill_scans)
             return store
 
     def checkpoints_for(self, workspace: Path) -> CheckpointStore:
@@ -200,6 +206,16 @@ class Runtime:
             if self._grants is None:
                 self._grants = GrantStore(self.paths.permissions_file)
             return self._grants
+
+    @property
+    def trust_store(self) -> TrustStore:
+        """Which repositories the user trusts, shared by every process (``memory.trust_store``)."""
+        with self._stores_lock:
+            if self._trust is None:
+                from acp_hermes_memory.trust_store import TrustStore
+
+                self._trust = TrustStore(self.paths.trust_file)
+            return self._trust
 
     @staticmethod
     def import_session_code() -> None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.review import Nudges, Proposal
     from acp_hermes.core.runtime import Runtime, SessionAuxiliary
     from acp_hermes.core.state import SessionState
+    from acp_hermes.core.trust import WorkspaceTrust
     from acp_hermes.core.web import WebTools
     from acp_hermes.model.types import Usage
     from acp_hermes.permissions.gate import Asker, PermissionGate
@@ -77,8 +78,12 @@ class SessionServices:
                  budget: Budget, quotas: Quotas, web: WebTools, auxiliary: SessionAuxiliary,
                  hints: SubdirectoryHintTracker,
                  job_notices: JobNotices, nudges: Nudges, spawn: Spawn, children: ChildMaker,
-                 on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str]) -> None:
+                 on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str],
+                 trust: WorkspaceTrust) -> None:
         self.runtime = runtime
+        # Whether its workspace may speak (core.trust): its instruction files, hints, skills, settings and MCP
+        # servers are the session's only while it is trusted. A child's is its parent's.
+        self.trust = trust
         self._session_id = session_id
         self._subagent = subagent
         self.sink = sink
@@ -109,7 +114,8 @@ class SessionServices:
 
     @property
     def settings(self) -> Settings:
-        return self.runtime.settings
+        """The user's settings, with a trusted workspace's own merged over them (``core.trust``)."""
+        return self.trust.settings
 
     @property
     def db(self) -> SessionDB:
@@ -164,20 +170,57 @@ class SessionServices:
         Nothing here waits for a server. A config entry that cannot be used is told to the user like a
         server that fails. The manager calls this as it opens the session.
         """
-        if not self.settings.mcp_servers and not from_editor:
+        user = self.runtime.settings  # the user's own servers (a project's are its own, approved one by one)
+        trust = self.trust
+        project = trust.project.mcp_servers if trust.trusted and trust.project is not None else ()
+        if not user.mcp_servers and not from_editor and not project:
             return
-        from acp_hermes_tools.mcp.servers import McpServers
         from acp_hermes_tools.mcp.specs import merged, parse_configured
 
-        configured, problems = parse_configured(self.settings.mcp_servers)
+        configured, problems = parse_configured(user.mcp_servers)
         for problem in problems:
             self.notify(f"⚠️ Ignoring an MCP server in the config: {problem}")
         specs = merged(configured, from_editor)
+        # A trusted workspace's approved servers, under names neither the user's config nor the editor uses.
+        trust.forget_started()
+        specs += trust.startable({*user.mcp_servers, *(spec.name for spec in specs)})
+        if specs:
+            self.mcp = None  # opened again (a load of a live session): a fresh set, as before
+            self.add_mcp_servers(cwd, specs)
+
+    def add_mcp_servers(self, cwd: Path, specs: Sequence[McpServerSpec]) -> None:
+        """Start ``specs`` beside the session's running servers, in the background."""
         if not specs:
             return
-        self.mcp = McpServers(specs, cwd, on_change=self._mcp_changed)
-        self.mcp.start(self.spawn)
+        if self.mcp is None:
+            from acp_hermes_tools.mcp.servers import McpServers
+
+            self.mcp = McpServers(specs, cwd, on_change=self._mcp_changed)
+            self.mcp.start(self.spawn)
+        else:
+            self.mcp.add(specs, self.spawn)
         log.info("session %s: connecting %d MCP server(s)", self._session_id, len(specs))
+
+    async def follow_trust(self, state: SessionState) -> None:
+        """The workspace's trust changed while the session runs (``core.trust``): the system prompt is
+        built again unless it was built so already — the session's one extra prompt-cache miss — and
+        stored; skills, hints, the project's shared grants and its MCP servers follow the new standing."""
+        from dataclasses import replace
+
+        trust = self.trust
+        trusted = trust.trusted
+        if trust.prompt_trusted != trusted and state.subagent is None:
+            prompt = await anyio.to_thread.run_sync(self.rebuild_prompt)
+            segment, db = state.transcript.session_id, self.db
+            await anyio.to_thread.run_sync(lambda: db.update_session(segment, system_prompt=prompt))
+            state.system_prompt = prompt
+        skills = await anyio.to_thread.run_sync(self.runtime.skills_for, state.cwd, trusted)
+        self.tools = replace(self.tools, services=replace(self.tools.services, skills=skills))
+        self.hints.enabled = trusted
+        self.gate.shared_commands = trust.shared_commands
+        self._own_registry, self._mcp_registry = None, None  # the project's settings may change delegation
+        if not trusted and self.mcp is not None:
+            self.mcp.drop("project")
 
     def _mcp_changed(self, connection: McpConnection) -> None:
         if connection.status == "failed" and not self.closed:
@@ -276,9 +319,10 @@ class SessionServices:
 
 def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, asker: Asker, editor: Editor,
                    spawn: Spawn, children: ChildMaker, on_first_exchange: Callable[[], None],
-                   rebuild_prompt: Callable[[], str], checkpoints: SessionCheckpoints | None = None,
-                   budget: Budget | None = None) -> SessionServices:
-    """A session's services, complete (``checkpoints`` and ``budget``: its parent's, for a child)."""
+                   rebuild_prompt: Callable[[], str], trust: WorkspaceTrust,
+                   checkpoints: SessionCheckpoints | None = None, budget: Budget | None = None) -> SessionServices:
+    """A session's services, complete (``checkpoints`` and ``budget``: its parent's, for a child; ``trust``:
+    whether its workspace may speak, as the manager read it)."""
     from acp_hermes.core.budget import Budget
     from acp_hermes.core.checkpoints import SessionCheckpoints  # sessions only: kept off start-up
     from acp_hermes.core.hints import SubdirectoryHintTracker
@@ -292,10 +336,11 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
     from acp_hermes_tools.secret_links import SecretLinks
 
-    settings, session_id, cwd, subagent = runtime.settings, state.id, state.cwd, state.subagent
+    settings, session_id, cwd, subagent = trust.settings, state.id, state.cwd, state.subagent
     notify = _notifier(session_id, sink, spawn)
     store = (lambda: runtime.checkpoints_for(cwd)) if settings.checkpoints.enabled else None
-    history = runtime.skills_for(cwd).history  # where it stands: each checkpoint keeps it, so skills roll back too
+    skills = runtime.skills_for(cwd, trust.trusted)  # a project's own skills only in a trusted workspace
+    history = skills.history  # where it stands: each checkpoint keeps it, so skills roll back too
     budget = budget or Budget(lambda: runtime.settings.budget, state.choices.budget,
                               _notifier(session_id, sink, spawn, "budget"))
     quotas = Quotas(budget, sink)
@@ -308,33 +353,35 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
         cwd=cwd,
         roots=roots,
         services=ToolServices(memory=runtime.memory, sessions=runtime.db, auxiliary=auxiliary,
-                              skills=runtime.skills_for(cwd), secrets=settings.secrets),
-        sandbox=SessionSandbox(
-            enabled=settings.sandbox != "off",
+                              skills=skills, secrets=runtime.settings.secrets),
+        sandbox=SessionSandbox(  # the user's settings only: a project never sets the sandbox
+            enabled=runtime.settings.sandbox != "off",
             writable=roots,
             hidden=hidden_paths(Path.home(), runtime.paths.home),
-            network_allowed=settings.sandbox_network,
+            network_allowed=runtime.settings.sandbox_network,
             session_id=session_id,
             quarantine=runtime.paths.quarantine,
-            extra_environment=tuple(settings.sandbox_env),
+            extra_environment=tuple(runtime.settings.sandbox_env),
         ),
         secret_links=SecretLinks(Path.home(), runtime.paths.home),
         before_change=checkpoints.before_change,
     )
     learning = settings.learning_loop and subagent is None  # a child's conversation is its parent's business
+    gate = PermissionGate(asker=asker, mode=state.choices.mode, home=Path.home(), hermes_home=runtime.paths.home,
+                          project=cwd, store=runtime.grants,
+                          session_grants=subagent.grants if subagent is not None else None)
+    gate.shared_commands = trust.shared_commands  # a trusted project's grants: in the sandbox only
     services = SessionServices(
-        runtime=runtime, session_id=session_id, subagent=subagent, sink=sink, editor=editor,
-        gate=PermissionGate(asker=asker, mode=state.choices.mode, home=Path.home(), hermes_home=runtime.paths.home,
-                            project=cwd, store=runtime.grants,
-                            session_grants=subagent.grants if subagent is not None else None),
+        runtime=runtime, session_id=session_id, subagent=subagent, sink=sink, editor=editor, gate=gate,
         tools=tools, checkpoints=checkpoints,
         budget=budget, quotas=quotas,
-        web=WebTools(lambda: runtime.settings.web), auxiliary=auxiliary,
-        hints=SubdirectoryHintTracker(cwd, state.additional_directories),
+        web=WebTools(lambda: trust.settings.web), auxiliary=auxiliary,
+        hints=SubdirectoryHintTracker(cwd, state.additional_directories, enabled=trust.trusted),
         job_notices=JobNotices(tools, sink, lambda: state.transcript, spawn),
         nudges=Nudges(settings.memory_nudge_interval if learning else 0,
                       settings.skill_nudge_interval if learning else 0),
         spawn=spawn, children=children, on_first_exchange=on_first_exchange, rebuild_prompt=rebuild_prompt,
+        trust=trust,
     )
     return services
 

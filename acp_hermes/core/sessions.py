@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.checkpoints import SessionCheckpoints
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.rewind import MessagePoint
+    from acp_hermes.core.trust import WorkspaceTrust
     from acp_hermes_memory.session_db import MessageRecord, SessionRecord
     from acp_hermes_tools.mcp.specs import McpServerSpec
     from acp_hermes_tools.registry import Tool
@@ -134,6 +135,7 @@ class _Stored:
     rows: Sequence[MessageRecord]  # every segment's rows, for a replay
     tool_results: list[tuple[str, Any]]
     context: tuple[int, int]
+    trust: WorkspaceTrust  # whether its workspace may speak (core.trust), read beside the rest
 
 
 class _Opening:
@@ -199,9 +201,12 @@ class SessionManager:
 
     # -- making sessions
 
-    def new_choices(self) -> SessionChoices:
-        """What a new session starts with: known before it is built and stored."""
-        return new_session_choices(self.runtime)
+    def new_choices(self, cwd: Path | None = None) -> SessionChoices:
+        """What a new session (in ``cwd``: a trusted project's model and thinking level) starts with:
+        known before it is built and stored."""
+        from acp_hermes.core.trust import starting_settings
+
+        return new_session_choices(self.runtime, starting_settings(self.runtime, cwd) if cwd is not None else None)
 
     def create_soon(self, cwd: Path, extra: tuple[Path, ...] = (), *,
                     mcp_servers: Callable[[], Sequence[McpServerSpec]] = tuple,
@@ -212,7 +217,7 @@ class SessionManager:
         editor's list imports code the answer need not wait for). ``announced``: the id and choices
         the client was given already (by the adapter's reception, before the handlers existed)."""
         self.runtime.db  # noqa: B018  opened now, so a database that cannot be opened fails the caller itself
-        new = announced or NewSession(str(uuid.uuid4()), self.new_choices())
+        new = announced or NewSession(str(uuid.uuid4()), self.new_choices(cwd))
         self._opening[new.id] = _Opening()
         self._spawn(self._create_in_background(new, cwd, extra, mcp_servers))
         return new
@@ -237,17 +242,18 @@ class SessionManager:
     async def create(self, cwd: Path, extra: tuple[Path, ...] = (), *, session_id: str | None = None,
                      parent_id: str | None = None, links: SessionLinks | None = None,
                      choices: SessionChoices | None = None, subagent: SubagentSpec | None = None,
-                     mcp_servers: Sequence[McpServerSpec] = ()) -> Session:
+                     mcp_servers: Sequence[McpServerSpec] = (), trust: WorkspaceTrust | None = None) -> Session:
         """A new session, stored with its frozen system prompt (built now), ready for prompts.
 
         ``parent_id`` names the session that started it and ``links`` gives it its own ends (a
-        child session: see the module's docstring); ``choices`` default to ``new_choices()``."""
+        child session: see the module's docstring); ``choices`` default to ``new_choices()``; ``trust``
+        to its workspace's as decided now (a child's is its parent's)."""
         session_id = session_id or str(uuid.uuid4())
-        choices = choices or self.new_choices()
+        choices = choices or self.new_choices(cwd)
         opening = self._opening.setdefault(session_id, _Opening())
         try:
             stored = await anyio.to_thread.run_sync(self._store_new, session_id, cwd, extra, choices, parent_id,
-                                                    subagent)
+                                                    subagent, trust)
             session = self._open(stored, cwd, extra, links, mcp_servers, parent_id, subagent, choices)
         finally:
             self._opening.pop(session_id, None)
@@ -256,11 +262,14 @@ class SessionManager:
         return session
 
     def _store_new(self, session_id: str, cwd: Path, extra: tuple[Path, ...], choices: SessionChoices,
-                   parent_id: str | None, subagent: SubagentSpec | None = None) -> _Stored:
+                   parent_id: str | None, subagent: SubagentSpec | None = None,
+                   trust: WorkspaceTrust | None = None) -> _Stored:
         """Build the frozen system prompt and store the new session (blocking)."""
         self.runtime.import_session_code()
+        from acp_hermes.core.trust import open_trust
         from acp_hermes_memory.session_db import SUBAGENT_SOURCE
 
+        trust = trust or open_trust(self.runtime, cwd, extra)
         child = {} if subagent is None else {"source": SUBAGENT_SOURCE, "title": subagent.title}
         record = self.runtime.db.create_session(
             session_id,
@@ -268,12 +277,12 @@ class SessionManager:
             model=choices.model,
             mode=choices.mode.value,
             model_config=choices.as_config(),
-            system_prompt=self.system_prompt(session_id, cwd, extra, subagent),
+            system_prompt=self.system_prompt(session_id, cwd, extra, subagent, trust),
             parent_session_id=parent_id,
             additional_directories=[str(p) for p in extra],
             **child,
         )
-        return self._read(record, ())
+        return self._read(record, (), trust)
 
     async def restore(
         self, session_id: str, cwd: Path, extra: tuple[Path, ...] = (), *,
@@ -302,7 +311,7 @@ class SessionManager:
         try:
             # What a session needs beyond initialize is imported beside the read, not after it.
             self._spawn(anyio.to_thread.run_sync(self.runtime.import_session_code))
-            stored = await anyio.to_thread.run_sync(self._read_stored, session_id, cwd)
+            stored = await anyio.to_thread.run_sync(self._read_stored, session_id, cwd, extra)
             session = self._build(stored, cwd, extra, None, None)
             if show is not None:
                 await show(session, stored.rows)
@@ -312,8 +321,9 @@ class SessionManager:
             opening.finish()
         return session, stored.rows
 
-    def _read_stored(self, session_id: str, cwd: Path) -> _Stored:
-        """A stored session's record and rows, its cwd updated (blocking)."""
+    def _read_stored(self, session_id: str, cwd: Path, extra: tuple[Path, ...] = ()) -> _Stored:
+        """A stored session's record and rows, its cwd updated, its workspace's trust (blocking). Its
+        system prompt is kept as stored, whatever the workspace's standing now (a decision rebuilds it)."""
         db = self.runtime.db
         record = db.get_session(session_id)
         if record is None:
@@ -328,7 +338,9 @@ class SessionManager:
         rows = db.messages(session_id)  # ~0.1 s for 5,000 messages: one read serves history and replay
         if str(cwd) != record.cwd:
             db.update_session(session_id, cwd=str(cwd))
-        stored = self._read(record, rows)
+        from acp_hermes.core.trust import open_trust
+
+        stored = self._read(record, rows, open_trust(self.runtime, cwd, extra))
         self.runtime.import_session_code()  # done by now when restore started it beside the read
         return stored
 
@@ -418,7 +430,9 @@ class SessionManager:
             model=source.model, mode=source.mode, model_config=source.model_config, up_to=plan.last_row,
         )
         self.runtime.import_session_code()
-        return self._read(record, db.messages(new_id))
+        from acp_hermes.core.trust import open_trust
+
+        return self._read(record, db.messages(new_id), open_trust(self.runtime, cwd, extra))
 
     def _choices_of(self, record: SessionRecord) -> SessionChoices:
         """A stored session's choices, as this machine allows them."""
@@ -431,7 +445,7 @@ class SessionManager:
             budget=stored_budget(config),
         ))
 
-    def _read(self, record: SessionRecord, rows: Sequence[MessageRecord]) -> _Stored:
+    def _read(self, record: SessionRecord, rows: Sequence[MessageRecord], trust: WorkspaceTrust) -> _Stored:
         """What the live session for a stored one is built from, and its rows as the session now
         has them (blocking: reads and may write the SessionDB)."""
         db = self.runtime.db
@@ -459,7 +473,7 @@ class SessionManager:
             and row.display.get("status") == "completed"
         ]
         context = restored_context(system_prompt, history_rows, len(transcript.messages), carried=bool(later))
-        return _Stored(record, system_prompt, transcript, rows, tool_results, context)
+        return _Stored(record, system_prompt, transcript, rows, tool_results, context, trust)
 
     def _open(self, stored: _Stored, cwd: Path, extra: tuple[Path, ...], links: SessionLinks | None,
               mcp_servers: Sequence[McpServerSpec], parent_id: str | None,
@@ -475,7 +489,7 @@ class SessionManager:
         ``choices``: a new session's, as its creator was answered (else read from the stored row)."""
         from acp_hermes.core.services import build_services
 
-        record = stored.record
+        record, trust = stored.record, stored.trust
         choices = choices or self._choices_of(record)
         session_id = record.id
         state = SessionState(session_id=session_id, cwd=cwd, additional_directories=extra, choices=choices,
@@ -488,7 +502,7 @@ class SessionManager:
             asker=links.asker if links is not None else self._wiring.asker_for(session_id),
             editor=links.editor if links is not None else self._wiring.editor_for(session_id),
             spawn=self._spawn, children=self, on_first_exchange=lambda: self._name(session_id),
-            rebuild_prompt=lambda: self.system_prompt(session_id, cwd, extra, subagent),
+            rebuild_prompt=lambda: self.system_prompt(session_id, cwd, extra, subagent, trust), trust=trust,
             checkpoints=links.checkpoints if links is not None else None,
             budget=links.budget if links is not None else None,
         )
@@ -504,6 +518,8 @@ class SessionManager:
         if links is None:  # a child has no MCP servers of its own, and its client was told of it by its parent
             notice, session.choices.start_notice = session.choices.start_notice, ""
             if notice:  # it did not start in bypass: said once, after a load's replay
+                session.services.notify(notice)
+            for notice in session.services.trust.notices():  # what of a trusted workspace's settings was left out
                 session.services.notify(notice)
             session.services.connect_mcp(session.state.cwd, mcp_servers)
             self._wiring.opened(session)
@@ -533,7 +549,7 @@ class SessionManager:
         links = SessionLinks(sink=sink, asker=asker, editor=services.editor, checkpoints=services.checkpoints,
                              budget=services.budget)
         child = await self.create(state.cwd, state.additional_directories, session_id=child_id, parent_id=parent.id,
-                                  links=links, choices=choices, subagent=spec)
+                                  links=links, choices=choices, subagent=spec, trust=services.trust)
         self._children.setdefault(parent.id, {})[child_id] = child  # from here on, the parent's cancel reaches it
         return child
 
@@ -558,14 +574,20 @@ class SessionManager:
         child.close()
 
     def system_prompt(self, session_id: str, cwd: Path, extra: tuple[Path, ...],
-                      subagent: SubagentSpec | None = None) -> str:
+                      subagent: SubagentSpec | None = None, trust: WorkspaceTrust | None = None) -> str:
         """A session's system prompt as its files are now (blocking: reads them, scans for injection).
-        A child's has no SOUL.md, memory or configured system message: its task is all it knows."""
+        A child's has no SOUL.md, memory or configured system message: its task is all it knows. The
+        workspace's instruction files, skills and settings' message are in only while ``trust`` (as
+        decided now when not given) holds."""
         # Imported here, once a session is built: the prompt code and its injection scanner are not
         # needed to answer initialize or session/new.
         from acp_hermes.core.system_prompt import PromptInputs, build_system_prompt
+        from acp_hermes.core.trust import open_trust
 
-        settings = self.runtime.settings
+        trust = trust or open_trust(self.runtime, cwd, extra)
+        if subagent is None:
+            trust.prompt_trusted = trust.trusted
+        settings = trust.settings
         memory_block = ""
         if subagent is None:
             provided = self.runtime.memory_providers.start_session(session_id, cwd) if settings.memory.providers else ""
@@ -581,9 +603,11 @@ class SessionManager:
                 tool_names=self.runtime.tool_names if subagent is None else subagent.tool_names,
                 subagent=subagent is not None,
                 skills=[(s.info.name, s.info.category, s.info.description, "stale" if s.state == "stale" else "")
-                        for s in self.runtime.skills_for(cwd).statuses()],
+                        for s in self.runtime.skills_for(cwd, trust.trusted).statuses()],
                 context_file_max_chars=settings.context_file_max_chars,
                 additional_directories=extra,
+                project_context=trust.trusted,
+                project_message=trust.project_message if subagent is None else None,
             )
         )
 

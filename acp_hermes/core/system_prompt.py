@@ -15,6 +15,7 @@ scanned entry by entry from ``memory.store``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -73,6 +74,10 @@ class PromptInputs:
     context_file_max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHARS
     additional_directories: tuple[Path, ...] = ()
     subagent: bool = False  # a delegated task's child: the subagent's identity instead of SOUL.md
+    # Whether the workspace is trusted (core.trust): only then do its instruction files load, and its
+    # settings' system message (already scanned) follows the user's.
+    project_context: bool = True
+    project_message: str | None = None
 
     def __post_init__(self) -> None:
         # A relative cwd would make the prompt depend on the process's cwd (invariant 6).
@@ -91,11 +96,12 @@ class ContextFile:
 
 def build_system_prompt(inputs: PromptInputs) -> str:
     """The session's frozen system prompt: identity, guidance, config, memory, project, environment."""
-    context_files = find_context_files(inputs.cwd, inputs.context_file_max_chars)
+    context_files = find_context_files(inputs.cwd, inputs.context_file_max_chars) if inputs.project_context else []
     layers = [
         SUBAGENT_IDENTITY if inputs.subagent else _identity(inputs.paths, inputs.context_file_max_chars),
         _tool_guidance(inputs.tool_names),
         _config_message(inputs.system_message),
+        _project_message(inputs.project_message),
         inputs.memory_block,
         _skills_index(inputs.skills),
         _project_context(context_files),
@@ -119,6 +125,25 @@ def find_context_files(cwd: Path, max_chars: int = DEFAULT_CONTEXT_FILE_MAX_CHAR
         if found:
             return found
     return _cursor_rules(root, max_chars)
+
+
+def context_file_candidates(cwd: Path) -> list[Path]:
+    """Every instruction file a session in ``cwd`` could load, in the order they are looked for (what a
+    workspace carries that would reach the system prompt, listed before it is trusted)."""
+    root = Path(os.path.realpath(cwd))
+    names = [directory / name for directory in _hermes_search_dirs(root) for name in _HERMES_FILES]
+    names += [root / name for name in (*_AGENTS_FILES, *_CLAUDE_FILES, ".cursorrules")]
+    rules_dir = root / ".cursor" / "rules"
+    with contextlib.suppress(OSError):
+        names += sorted(rules_dir.glob("*.mdc")) if rules_dir.is_dir() else []
+    found = []
+    for path in names:
+        try:
+            if path.is_file():
+                found.append(path)
+        except OSError:
+            continue
+    return found
 
 
 def load_context_text(path: Path, label: str, max_chars: int, *, front_matter: bool = False) -> str | None:
@@ -293,6 +318,12 @@ def _config_message(message: str | None) -> str:
     if message is None or not message.strip():
         return ""
     return f"# Instructions from the user's configuration\n{message.strip()}"
+
+
+def _project_message(message: str | None) -> str:
+    if message is None or not message.strip():
+        return ""
+    return f"# Instructions from the project's settings (.hermes/config.yaml)\n{message.strip()}"
 
 
 def _project_context(files: Sequence[ContextFile]) -> str:

@@ -34,6 +34,7 @@ from acp_hermes.permissions.policy import (
     Grants,
     Verdict,
     decide,
+    sandboxed_key,
 )
 from acp_hermes_memory.grants import GrantStore, ProjectGrants
 from acp_hermes_memory.values import value
@@ -126,6 +127,9 @@ class PermissionGate:
         # A subagent shares its parent's: what the user allowed "always" for the session holds for its children.
         self.session = session_grants if session_grants is not None else SessionGrants()
         self._project_grants: ProjectGrants | None = None  # read from the store on first need
+        # Commands a trusted workspace shares (.hermes/permissions.yaml, core.trust): they hold only in
+        # the sandbox, and the user's own rejects win.
+        self.shared_commands: frozenset[str] = frozenset()
         self._told_about_sandbox = False
 
     # -- tools.context.Gate
@@ -242,7 +246,8 @@ class PermissionGate:
             edits=self.session.edits,
             allowed_state=frozenset(self.session.allow_state),
             rejected_state=frozenset(self.session.reject_state),
-            allowed_commands=frozenset(self.session.allow_commands | project.allow),
+            allowed_commands=frozenset(self.session.allow_commands | project.allow
+                                       | {sandboxed_key(key) for key in self.shared_commands}),
             rejected_commands=frozenset(self.session.reject_commands | project.reject),
             readable_dirs=frozenset(self.session.readable_dirs),
             unreadable_dirs=frozenset(self.session.unreadable_dirs),
@@ -258,7 +263,10 @@ class PermissionGate:
             lines.append(f"edits this session: {'allowed' if grants.edits else 'rejected'}")
         lines += [f"changes to {subject} this session: allowed" for subject in sorted(grants.allowed_state)]
         lines += [f"changes to {subject} this session: rejected" for subject in sorted(grants.rejected_state)]
-        lines += [_grant_line("allow", key) for key in sorted(grants.allowed_commands)]
+        shared = {sandboxed_key(key) for key in self.shared_commands}
+        lines += [_grant_line("allow", key) for key in sorted(grants.allowed_commands - shared)]
+        lines += [f"allow command in the sandbox, shared by the workspace: {key}"
+                  for key in sorted(self.shared_commands)]
         lines += [_grant_line("reject", key) for key in sorted(grants.rejected_commands)]
         lines += [f"read this session: {path}" for path in sorted(grants.readable_dirs)]
         lines += [f"no reading this session: {path}" for path in sorted(grants.unreadable_dirs)]

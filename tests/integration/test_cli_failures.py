@@ -90,6 +90,9 @@ COMMANDS: dict[str, tuple[tuple[str, ...], bool, set[str]]] = {
     "skills-archive": (("skills", "archive", "lint"), False, {HOME, CONFIG}),
     "skills-restore": (("skills", "restore", "lint"), False, {HOME, CONFIG}),
     "skills-prune": (("skills", "prune", "--days", "30", "--dry-run"), False, {HOME, CONFIG}),
+    "trust-list": (("trust", "list"), False, {HOME}),
+    "trust-add": (("trust", "add", "."), False, {HOME}),
+    "trust-remove": (("trust", "remove", "."), False, {HOME}),
 }
 
 REQUESTS = [
@@ -106,7 +109,7 @@ def test_every_subcommand_is_covered() -> None:
     assert commands is not None
     covered = {args[0] for args, _, _ in COMMANDS.values()}
     assert covered == set(commands)
-    for name in ("sessions", "checkpoints", "memory", "skills"):
+    for name in ("sessions", "checkpoints", "memory", "skills", "trust"):
         actions = next(a for a in commands[name]._actions if a.dest == "action").choices  # type: ignore[union-attr]
         assert {args[1] for args, _, _ in COMMANDS.values() if args[0] == name} == set(actions or ())
 

@@ -37,6 +37,7 @@ from acp_hermes_memory.session_db import SessionDB
 from acp_hermes_tools.session_search import SUMMARY_SYSTEM
 from tests.integration.test_cli import run_cli
 from tests.support.acp_harness import (
+    TRUST_ALL,
     AgentProcess,
     EditorClient,
     PromptTask,
@@ -204,7 +205,7 @@ async def test_a_single_child_works_in_a_fresh_context_and_its_answer_is_the_too
     (home / "SOUL.md").write_text("You are Quill, a SOUL-PERSONA pair programmer.\n")
     (home / "memories" / "MEMORY.md").write_text("MEMORY-FACT: the user deploys on Fridays.\n")
     (home / "memories" / "USER.md").write_text("USER-FACT: the user is called Ada.\n")
-    write_config(home, "system_message: CONFIG-MESSAGE answer in British English.\n")
+    write_config(home, "system_message: CONFIG-MESSAGE answer in British English.\n" + TRUST_ALL)
     router = DelegationRouter().parent(
         tool_reply("delegate_task", {"goal": CHILD_GOAL, "context": "Only src/ matters."}, id="toolu_delegate"),
         text_reply("The helper found 7."),

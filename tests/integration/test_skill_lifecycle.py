@@ -20,7 +20,7 @@ import pytest
 from acp_hermes.config import Paths
 from acp_hermes_memory.session_db import SessionDB
 from tests.integration.test_cli import run_cli
-from tests.support.acp_harness import AgentProcess, EditorClient, choose, running_agent, write_config
+from tests.support.acp_harness import TRUST_ALL, AgentProcess, EditorClient, choose, running_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.skills import put
 from tests.support.tool_checks import tool_result
@@ -257,6 +257,7 @@ async def test_a_project_skill_edited_to_carry_an_injection_is_quarantined_at_th
     fake_anthropic.script(tool_reply("skill_view", {"name": "release-notes"}, id="toolu_view"), text_reply("No."))
     fake_anthropic.script_auxiliary(text_reply("Notes"))
     home = tmp_path / "hermes-home"
+    write_config(home, TRUST_ALL)
     async with running_agent(tmp_path, fake_anthropic, home=home, workspace=workspace) as agent:
         before = await built(agent)
         assert "- release-notes: Write the release notes" in stored_prompt(home, before)

@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from acp_hermes_memory.frames import has_tag
-from tests.support.acp_harness import AgentProcess, EditorClient, allow_bypass_here, choose, running_agent
+from tests.support.acp_harness import (
+    TRUST_ALL,
+    AgentProcess,
+    EditorClient,
+    allow_bypass_here,
+    choose,
+    running_agent,
+    write_config,
+)
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, texts_of, tool_reply
 from tests.support.skills import put
 from tests.support.tool_checks import asked_ids, check_tool_calls, tool_result
@@ -191,6 +199,7 @@ async def test_a_projects_hostile_skill_names_and_descriptions_stay_out_of_the_p
     put(skills, "release-notes/SKILL.md", skill_md("release-notes", "Write the release notes from the changelog."))
     fake_anthropic.script(text_reply("ok"))
     fake_anthropic.script_auxiliary(text_reply("Skills"))
+    write_config(tmp_path / "hermes-home", TRUST_ALL)
     async with running_agent(tmp_path, fake_anthropic, workspace=workspace) as agent:
         sid = await agent.new_session()
         await agent.wait_for_update(sid, "available_commands_update")

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import RawAgent, raw_agent
+from tests.support.acp_harness import TRUST_ALL, RawAgent, raw_agent, write_config
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 
 NOISY_COMMAND = 'echo hello; python3 -c "print(1)"'
@@ -30,6 +30,7 @@ async def test_stdout_carries_only_json_rpc_while_everything_else_goes_to_stderr
     home = tmp_path / "hermes-home"
     (home / "acp-hermes").mkdir(parents=True)
     (home / "acp-hermes" / "permissions.yaml").write_text("projects: [unclosed\n", encoding="utf-8")
+    write_config(home, TRUST_ALL)  # the subdirectory hint is logged
     fake_anthropic.script(
         tool_reply("terminal", {"command": NOISY_COMMAND, "workdir": "sub"}, text="Running it."),
         text_reply("It printed hello and 1."),

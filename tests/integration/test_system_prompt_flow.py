@@ -13,7 +13,7 @@ import pytest
 
 from acp_hermes.core.system_prompt import DEFAULT_IDENTITY
 from acp_hermes_memory.session_db import SessionDB
-from tests.support.acp_harness import AgentProcess, running_agent
+from tests.support.acp_harness import TRUST_ALL, AgentProcess, running_agent
 from tests.support.fake_anthropic import FakeAnthropic, text_reply, tool_reply
 from tests.support.tool_checks import tool_result
 
@@ -112,7 +112,7 @@ async def test_soul_replaces_the_identity_and_the_stored_prompt_survives_file_ch
     home = tmp_path / "hermes-home"
     workspace = tmp_path / "workspace"
     soul = write(home / "SOUL.md", "You are Quill, a meticulous pair programmer who writes small diffs.")
-    write(home / "acp-hermes" / "config.yaml", "system_message: Answer in British English.\n")
+    write(home / "acp-hermes" / "config.yaml", "system_message: Answer in British English.\n" + TRUST_ALL)
     rules = write(workspace / "AGENTS.md", "AGENTS-RULES version one")
 
     async with running_agent(tmp_path, fake, home=home, workspace=workspace) as first:

@@ -371,6 +371,7 @@ async def running_agent(
     fs: bool = False,
     terminal: bool = False,
     forms: bool = False,
+    workspace_trust: bool = False,
     home: Path | None = None,
     workspace: Path | None = None,
     env: dict[str, str] | None = None,
@@ -381,7 +382,8 @@ async def running_agent(
     """Spawn the server, initialize it, and check the wire is schema-valid when the block ends.
 
     ``schema_path`` validates the wire against another schema file (the unstable one, for a run
-    whose client advertised unstable capabilities); by default the official stable schema."""
+    whose client advertised unstable capabilities); by default the official stable schema.
+    ``workspace_trust`` advertises a trust dialog of the client's own (``_meta["workspace-trust"]``)."""
     home = home or tmp_path / "hermes-home"
     workspace = workspace or tmp_path / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
@@ -402,6 +404,7 @@ async def running_agent(
                     client_capabilities=ClientCapabilities(
                         fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs), terminal=terminal,
                         elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if forms else None,
+                        field_meta={"workspace-trust": True} if workspace_trust else None,
                     ),
                     client_info=Implementation(name="acp-hermes-tests", version="1"),
                 )
@@ -409,6 +412,12 @@ async def running_agent(
     wire.assert_clean()
     assert not client.kind_problems, "permission questions a kinds-only client cannot tell apart:\n" + "\n".join(
         client.kind_problems)
+
+
+# A config line for tests that are not about workspace trust but need a workspace's own files (AGENTS.md, hints,
+# .hermes/skills) loaded: every workspace trusted, as before trust existed (tests/integration/test_trust.py is
+# about trust).
+TRUST_ALL = "trust: {ask: false}\n"
 
 
 def write_config(home: Path, text: str) -> Path:

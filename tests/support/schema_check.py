@@ -34,6 +34,8 @@ RELEASE_UNSTABLE_SCHEMA_PATH = REPO_ROOT / "tests" / "fixtures" / "acp" / "schem
 
 # Shapes acp-hermes chose for drafts no published schema has (session/rewind, session/edit_prompt,
 # history_truncated): added to a schema only for the runs that call them (``with_drafts``).
+# mistral-vibe's workspace-trust methods, served also without the extension's "_": free-form like one.
+VENDOR_METHODS = frozenset({"trust/status", "trust/decision"})
 DRAFTS_SCHEMA_PATH = REPO_ROOT / "tests" / "fixtures" / "acp" / "timeline-drafts.schema.json"
 
 # Methods without a stable response definition, validated against a definition of the same shape.
@@ -286,7 +288,7 @@ class WireValidator:
             self._early_responses[request_id] = message  # the observer may see the answer before the request
             return
         self._answer(request_id, label)
-        if method.startswith("_"):
+        if method.startswith("_") or method in VENDOR_METHODS:
             return
         if method in extension_schema.RESPONSES:
             for problem in extension_schema.problems(extension_schema.RESPONSES[method], message["result"]):

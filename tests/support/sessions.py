@@ -54,7 +54,8 @@ def env(tmp_path: Path) -> Iterator[Env]:
     cwd = tmp_path / "project"
     cwd.mkdir()
     provider = FakeProvider()
-    settings = Settings(sandbox="off", models=["claude-other"])
+    # The workspace is trusted (trust.ask: false): these tests are not about trust (tests/unit/core/test_trust.py is).
+    settings = Settings(sandbox="off", models=["claude-other"], trust={"ask": False})
     runtime = Runtime(settings, Paths(tmp_path / "hermes"), _provider=provider)  # type: ignore[arg-type]
     yield Env(runtime, provider, cwd)
     runtime.db.close()

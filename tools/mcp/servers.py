@@ -37,6 +37,7 @@ class McpServers:
     def __init__(self, specs: Sequence[McpServerSpec], cwd: Path,
                  on_change: Callable[[McpConnection], None] | None = None) -> None:
         self._on_change = on_change
+        self._cwd = cwd
         self.connections = [McpConnection(spec, cwd, self._changed) for spec in specs]
         self.version = 0  # counts changes to the set of ready servers (and so to tools())
         self._tools: list[Tool] | None = None
@@ -48,6 +49,25 @@ class McpServers:
     def start(self, spawn: Spawn) -> None:
         for connection in self.connections:
             spawn(connection.run())
+
+    def add(self, specs: Sequence[McpServerSpec], spawn: Spawn) -> None:
+        """Start more servers beside the running ones (a project's, once its workspace is trusted); a
+        name already in the session keeps its server."""
+        names = {connection.name for connection in self.connections}
+        added = [McpConnection(spec, self._cwd, self._changed) for spec in specs if spec.name not in names]
+        self.connections += added
+        for connection in added:
+            spawn(connection.run())
+
+    def drop(self, source: str) -> None:
+        """Stop and forget the servers that came from ``source`` (a project's, once its workspace is no
+        longer trusted); their tools' names stay taken for the session."""
+        for connection in self.connections:
+            if connection.spec.source == source:
+                connection.stop()
+        self.connections = [connection for connection in self.connections if connection.spec.source != source]
+        self._tools = None
+        self.version += 1
 
     def tools(self) -> list[Tool]:
         """The registry tools of every ready server, in the servers' order (stable for the prompt cache)."""

@@ -1,7 +1,9 @@
 """What an MCP server is: how to reach it and how long to wait for it.
 
-Servers come from two places with one shape here: the editor (ACP's ``mcpServers``, converted by
-the adapter) and ``mcp_servers`` in acp-hermes's own config, which has Hermes's shape::
+Servers come from three places with one shape here: the editor (ACP's ``mcpServers``, converted by
+the adapter), ``mcp_servers`` in acp-hermes's own config, which has Hermes's shape, and a trusted
+project (``.mcp.json``, the shape Claude Code, Cursor and VS Code read, and ``mcp_servers`` in its
+``.hermes/config.yaml``), whose servers each start only once approved by their ``fingerprint``::
 
     mcp_servers:
       github:
@@ -15,18 +17,22 @@ the adapter) and ``mcp_servers`` in acp-hermes's own config, which has Hermes's 
         timeout: 120             # seconds a tool call may take
         connect_timeout: 30      # seconds to start and list tools
         enabled: true
+
+    .mcp.json:  {"mcpServers": {"docs": {"command": "npx", "args": [...], "env": {...}},
+                                "api": {"type": "http", "url": "https://...", "headers": {...}}}}
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Transport = Literal["stdio", "http", "sse"]
-Source = Literal["editor", "config"]
+Source = Literal["editor", "config", "project"]
 
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -89,19 +95,45 @@ def merged(configured: Iterable[McpServerSpec], from_editor: Iterable[McpServerS
     return list(servers.values())
 
 
-def parse_configured(raw: Mapping[str, Any]) -> tuple[list[McpServerSpec], list[str]]:
-    """The enabled servers of a config's ``mcp_servers`` and one problem line per entry that is unusable."""
+def parse_configured(raw: Mapping[str, Any], source: Source = "config",
+                     label: str = "mcp_servers") -> tuple[list[McpServerSpec], list[str]]:
+    """The enabled servers of a config's ``mcp_servers`` (``label`` names it in problems) and one
+    problem line per entry that is unusable."""
     specs: list[McpServerSpec] = []
     problems: list[str] = []
     for name, entry in raw.items():
         try:
             spec = _parse_entry(str(name), entry)
         except ValueError as problem:
-            problems.append(f"mcp_servers.{name}: {problem}")
+            problems.append(f"{label}.{name}: {problem}")
             continue
         if spec is not None:
-            specs.append(spec)
+            specs.append(spec if source == "config" else replace(spec, source=source))
     return specs, problems
+
+
+def parse_mcp_json(document: Any) -> tuple[list[McpServerSpec], list[str]]:
+    """A project's ``.mcp.json`` (``{"mcpServers": {name: {command, args, env} | {type, url, headers}}}``)
+    as project servers, and one problem line per entry that is unusable."""
+    servers = document.get("mcpServers") if isinstance(document, Mapping) else None
+    if not isinstance(servers, Mapping):
+        return [], [".mcp.json: expected an object with `mcpServers`"]
+    entries: dict[str, Any] = {}
+    for name, entry in servers.items():
+        if isinstance(entry, Mapping) and entry.get("type") in ("http", "sse"):
+            entry = {**{key: item for key, item in entry.items() if key != "type"}, "transport": entry["type"]}
+        elif isinstance(entry, Mapping) and "type" in entry:
+            entry = {key: item for key, item in entry.items() if key != "type"}
+        entries[str(name)] = entry
+    return parse_configured(entries, "project", ".mcp.json mcpServers")
+
+
+def fingerprint(spec: McpServerSpec) -> str:
+    """What approving a project server approves: its exact command line, URL, environment, headers and
+    folder (a changed one is a new server that asks again), never its name."""
+    exact = {"transport": spec.transport, "command": spec.command, "args": list(spec.args), "env": dict(spec.env),
+             "cwd": spec.cwd, "url": spec.url, "headers": dict(spec.headers)}
+    return hashlib.sha256(json.dumps(exact, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _parse_entry(name: str, entry: Any) -> McpServerSpec | None:

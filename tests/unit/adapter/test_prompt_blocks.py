@@ -103,13 +103,16 @@ def test_an_unsupported_part_replays_as_a_placeholder() -> None:
 class FakeSession:
     id = "s1"
     subagent = None
+    cancel_epoch = 0
 
     def __init__(self) -> None:
         self.prompts: list[list[PromptPart]] = []
-        self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()))  # no skills: no /<skill>
+        self.services = SimpleNamespace(tools=SimpleNamespace(services=ToolServices()),  # no skills: no /<skill>
+                                        trust=SimpleNamespace(settled=True))  # nothing to ask before a turn
+        self.choices = SimpleNamespace(model="claude-sonnet-5-5", thought_level="off")
 
     def arrive(self) -> object:
-        return object()
+        return SimpleNamespace(epoch=0)
 
     def leave(self, place: object) -> None: ...
 

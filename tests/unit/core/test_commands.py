@@ -29,7 +29,7 @@ def test_unknown_words_and_ordinary_text_are_not_commands(line: str) -> None:
 
 def test_every_command_with_an_argument_declares_its_hint() -> None:
     takes_argument = {"mode", "model", "thinking", "compact", "title", "search", "init", "export", "rollback", "budget",
-                      "steer", "queue", "skills"}
+                      "steer", "queue", "skills", "trust"}
     assert {name for name, command in COMMANDS.items() if command.hint} == takes_argument
 
 
