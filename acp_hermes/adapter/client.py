@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +19,30 @@ import anyio
 from acp import RequestError
 
 from acp_hermes.adapter.launchers import SHELL, LaunchScripts, shown
-from acp_hermes.adapter.render import locations, render_update, subagent_ended, subagent_started, tool_content
+from acp_hermes.adapter.render import (
+    async_task_progress,
+    async_task_spawned,
+    async_task_state,
+    locations,
+    quota_update,
+    render_notice,
+    render_update,
+    subagent_ended,
+    subagent_started,
+    tool_content,
+)
 from acp_hermes.adapter.sdk import transport_of
-from acp_hermes.core.events import ChildEnded, ChildEvent, ChildStarted, Event, ToolCallFinished
+from acp_hermes.core.events import (
+    ChildEnded,
+    ChildEvent,
+    ChildStarted,
+    Event,
+    JobFinished,
+    Notice,
+    QuotaChanged,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from acp_hermes.permissions.gate import CANCELLED, REJECT_ONCE, PermissionQuestion
 from acp_hermes_memory.fs import check_unchanged
 from acp_hermes_memory.values import value
@@ -136,17 +157,36 @@ class SessionUpdates:
     """
 
     def __init__(self, link: ClientLink, session_id: str, view: ClientView | None = None, *,
-                 subagents: bool = False) -> None:
+                 subagents: bool = False, notices: bool = False, quotas: bool = False,
+                 tasks: bool = False) -> None:
         self._link = link
         self._session_id = session_id
         self.view = view or ClientView()
         self._subagents = subagents
+        self._notices = notices
+        self._quotas = quotas
+        self._tasks = AsyncTasks(self._send) if tasks else None
         self._children: dict[str, SessionUpdates] = {}
 
     async def emit(self, event: Event) -> None:
         if isinstance(event, ChildStarted | ChildEvent | ChildEnded):
             if self._subagents:
                 await self._child(event)
+            elif self._tasks is not None:
+                await self._tasks.child(event)
+            return
+        if isinstance(event, Notice):
+            shown = render_notice(event, self._notices)
+            if shown is not None:
+                await self._send(shown)
+            return
+        if isinstance(event, QuotaChanged):
+            if self._quotas:
+                await self._send(quota_update(event))
+            return
+        if isinstance(event, JobFinished):
+            if self._tasks is not None:
+                await self._tasks.job_finished(event)
             return
         update = render_update(event)
         if isinstance(event, ToolCallFinished):
@@ -157,6 +197,8 @@ class SessionUpdates:
         if not self.view.shown(update):
             return
         await self._send(update)
+        if self._tasks is not None:
+            await self._tasks.tool_event(event)
 
     async def _send(self, update: dict[str, Any]) -> None:
         try:
@@ -166,7 +208,8 @@ class SessionUpdates:
 
     async def _child(self, event: ChildStarted | ChildEvent | ChildEnded) -> None:
         if isinstance(event, ChildStarted):
-            self._children[event.child_id] = SessionUpdates(self._link, event.child_id, subagents=True)
+            self._children[event.child_id] = SessionUpdates(self._link, event.child_id, subagents=True,
+                                                            notices=self._notices, quotas=self._quotas)
             await self._send(subagent_started(event))
         elif isinstance(event, ChildEvent):
             child = self._children.get(event.child_id)
@@ -174,6 +217,57 @@ class SessionUpdates:
                 await child.emit(event.event)
         elif self._children.pop(event.child_id, None) is not None:
             await self._send(subagent_ended(event))
+
+
+class AsyncTasks:
+    """JetBrains AIR's async tasks for one session (``asyncTasks``): each background job and each
+    delegated child announced as it starts (``async_task_spawned``, its tool call named), a child's
+    tool calls as its progress, and one terminal state each. The job's card and the delegate call's
+    card stay as they are; the task list is beside them."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        self._send = send
+        self._commands: dict[str, str] = {}  # terminal calls still running: their command lines
+        self._running: set[str] = set()  # announced tasks without a terminal state yet
+
+    async def tool_event(self, event: Event) -> None:
+        if isinstance(event, ToolCallStarted) and isinstance(event.raw_input, dict):
+            command = event.raw_input.get("command")  # a call that may start a job: its command line
+            if isinstance(command, str):
+                self._commands[event.call_id] = command
+        elif isinstance(event, ToolCallFinished):
+            command = self._commands.pop(event.call_id, "")
+            raw = event.raw_output if isinstance(event.raw_output, dict) else {}
+            job_id = raw.get("job_id")
+            if raw.get("background") is True and isinstance(job_id, str) and event.status == "completed":
+                self._running.add(job_id)
+                await self._send(async_task_spawned(job_id, _one_line(command) or job_id, "shell", command or job_id,
+                                                    event.call_id))
+
+    async def job_finished(self, event: JobFinished) -> None:
+        if event.job_id in self._running:
+            self._running.discard(event.job_id)
+            await self._send(async_task_state(event.job_id, event.state, event.summary))
+
+    async def child(self, event: ChildStarted | ChildEvent | ChildEnded) -> None:
+        if isinstance(event, ChildStarted):
+            self._running.add(event.child_id)
+            await self._send(async_task_spawned(event.child_id, event.title, "agent", event.description,
+                                                event.call_id))
+        elif isinstance(event, ChildEvent):
+            inner = event.event
+            if event.child_id in self._running and isinstance(inner, ToolCallStarted):
+                await self._send(async_task_progress(event.child_id, inner.name))
+        elif event.child_id in self._running:
+            self._running.discard(event.child_id)
+            state = ("failed" if event.failure is not None else
+                     "stopped" if event.stop_reason == "cancelled" else "completed")
+            await self._send(async_task_state(event.child_id, state, event.failure))
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class PermissionRequests:
@@ -307,26 +401,47 @@ class ClientAbilities:
     forms: bool = False  # form elicitation: questions to the user while a turn waits
     workspace_trust: bool = False  # shows its own workspace trust dialog (``adapter.trust``)
     subagents: bool = False  # shows child sessions (``shows_subagents``): subagent_update and their own updates
+    notices: bool = False  # shows ``notice`` updates (unstable ``session.notices``): else they are agent messages
+    quotas: bool = False  # shows quotas (``session.quotas``): quota_update, quota/read, the quotaExceeded error
+    air: frozenset[str] = frozenset()  # the JetBrains AIR extensions it takes (``air_capabilities``)
 
 
 # JetBrains AIR says in ``clientCapabilities._meta.jetbrains.air`` ({version, capabilities: [...]}) what
-# it renders; this one is child sessions, the shape claude-agent-acp and codex-acp read it in.
+# it renders, in the shape claude-agent-acp and codex-acp read it in: child sessions, background work as
+# async tasks, the report of the files a turn changed.
 AIR_NATIVE_SUBAGENTS = "nativeSubagentSessions"
+AIR_ASYNC_TASKS = "asyncTasks"
+AIR_FILE_CHANGE_REPORT = "agentFileChangeReport"
+
+
+def air_capabilities(capabilities: Any) -> frozenset[str]:
+    """The AIR extensions ``initialize``'s raw ``clientCapabilities`` list: none unless it is AIR
+    version 1 or later (a whole number, as the adapters that read it take it)."""
+    if not isinstance(capabilities, dict):
+        return frozenset()
+    air = _field(_field(_field(capabilities, "_meta"), "jetbrains"), "air")
+    version, advertised = air.get("version"), air.get("capabilities")
+    if not isinstance(version, int | float) or isinstance(version, bool) or not float(version).is_integer():
+        return frozenset()
+    if version < 1 or not isinstance(advertised, list):
+        return frozenset()
+    return frozenset(item for item in advertised if isinstance(item, str))
 
 
 def shows_subagents(capabilities: Any) -> bool:
     """Whether ``initialize``'s raw ``clientCapabilities`` ask for children as sessions of their own:
-    the unstable ``subagents`` capability (an object; ``null`` is no), or AIR (version 1 or later)
-    listing ``nativeSubagentSessions``. Read raw: the SDK's model drops ``subagents``."""
-    if not isinstance(capabilities, dict):
-        return False
-    if isinstance(capabilities.get("subagents"), dict):
+    the unstable ``subagents`` capability (an object; ``null`` is no), or AIR listing
+    ``nativeSubagentSessions``. Read raw: the SDK's model drops ``subagents``."""
+    if isinstance(capabilities, dict) and isinstance(capabilities.get("subagents"), dict):
         return True
-    air = _field(_field(_field(capabilities, "_meta"), "jetbrains"), "air")
-    version, advertised = air.get("version"), air.get("capabilities")
-    if not isinstance(version, int | float) or isinstance(version, bool) or not float(version).is_integer():
-        return False  # a whole number, as the adapters that read it take it
-    return version >= 1 and isinstance(advertised, list) and AIR_NATIVE_SUBAGENTS in advertised
+    return AIR_NATIVE_SUBAGENTS in air_capabilities(capabilities)
+
+
+def session_capability(capabilities: Any, name: str) -> bool:
+    """Whether the raw ``clientCapabilities.session`` advertises ``name`` (an object; ``null`` is no):
+    ``notices`` (unstable schema 1.22+) and ``quotas`` (the Quotas and Limits RFD)."""
+    session = _field(capabilities, "session") if isinstance(capabilities, dict) else {}
+    return isinstance(session.get(name), dict)
 
 
 def _field(value: dict[str, Any], key: str) -> dict[str, Any]:

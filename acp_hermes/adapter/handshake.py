@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_hermes import __version__
-from acp_hermes.adapter import rewind, steering, timeline
+from acp_hermes.adapter import extensions, rewind, steering, timeline
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES
 from acp_hermes.adapter.options import choices_state
 from acp_hermes.config import Settings
@@ -79,9 +79,11 @@ def initialize_result(terminal_auth: bool) -> dict[str, Any]:
                 "fork": timeline.FORK_CAPABILITY,
                 "rewind": timeline.REWIND_CAPABILITY,
             },
-            "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY},
+            "_meta": {"acp-hermes": {"promptQueueing": True}, **rewind.CAPABILITY, **steering.CAPABILITY,
+                      **extensions.QUOTAS_CAPABILITY},
         },
-        "_meta": steering.CAPABILITY,  # where claude-agent-acp and codex-acp advertise it
+        # Where claude-agent-acp and codex-acp advertise steering, and AIR reads the agent's extensions.
+        "_meta": {**steering.CAPABILITY, **extensions.AIR_META},
         "authMethods": auth_methods(terminal_auth),
         "agentInfo": {"name": "acp-hermes", "title": "acp-hermes (Hermes Agent for editors)",
                       "version": __version__},

@@ -8,7 +8,7 @@ official schema in the tests).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.events import (
     AgentText,
@@ -16,6 +16,10 @@ from acp_hermes.core.events import (
     ChildEnded,
     ChildStarted,
     Event,
+    Notice,
+    QuotaChanged,
+    QuotaMeter,
+    QuotaPool,
     TitleChanged,
     ToolCallFinished,
     ToolCallStarted,
@@ -31,6 +35,9 @@ from acp_hermes_tools.contracts import (
     TextDisplay,
     ToolCallUpdated,
 )
+
+if TYPE_CHECKING:
+    from acp_hermes.core.quotas import QuotaExceeded
 
 _BACKTICK_RUNS = re.compile(r"`{3,}")
 
@@ -162,3 +169,95 @@ def subagent_ended(event: ChildEnded) -> dict[str, Any]:
         del state["stopReason"]
         state["_meta"] = {"acp-hermes": {"error": {"code": -32603, "message": event.failure}}}
     return {"sessionUpdate": "subagent_update", "sessionId": event.child_id, "state": state}
+
+
+# -- notices, quotas and JetBrains AIR: each only for a client that advertised it (``adapter.client``)
+
+
+def render_notice(event: Notice, notices: bool) -> dict[str, Any] | None:
+    """The one way every notice reaches the editor (compaction, budgets, jobs, trust, hooks): a
+    ``notice`` update for a client that advertised ``session.notices``; for any other the message it
+    was always shown (an agent message), or nothing where it has its own rendering."""
+    if notices:
+        update: dict[str, Any] = {"sessionUpdate": "notice", "severity": event.severity, "title": event.title}
+        if event.description:
+            update["description"] = event.description
+        update["_meta"] = {"acp-hermes": {"kind": event.kind}}
+        return update
+    if not event.text:
+        return None
+    return render_update(AgentText(event.message_id, event.text))
+
+
+def quota_pools(pools: tuple[QuotaPool, ...]) -> list[dict[str, Any]]:
+    """Pools of meters as ``quota_update`` and ``quota/read`` carry them."""
+    return [{"id": pool.id, "title": pool.title, "meters": [_meter(meter) for meter in pool.meters]}
+            for pool in pools]
+
+
+def _meter(meter: QuotaMeter) -> dict[str, Any]:
+    shown: dict[str, Any] = {"id": meter.id, "title": meter.title, "unit": meter.unit, "used": meter.used,
+                             "limit": meter.limit, "usedPercent": meter.used_percent, "window": meter.window,
+                             "status": meter.status, "updatedAt": meter.updated_at}
+    if meter.resets_at is not None:
+        shown["resetsAt"] = meter.resets_at
+    return shown
+
+
+def quota_update(event: QuotaChanged) -> dict[str, Any]:
+    return {"sessionUpdate": "quota_update", "pools": quota_pools(event.pools)}
+
+
+QUOTA_EXCEEDED_CODE = -32029  # chosen (no schema has one yet): "429" in JSON-RPC's server-error range
+
+
+def quota_exceeded(exceeded: QuotaExceeded) -> tuple[int, str, dict[str, Any]]:
+    """The error a quota client's ``session/prompt`` is answered with when a limit ended the turn:
+    (code, message, data)."""
+    detail: dict[str, Any] = {"poolId": exceeded.pool}
+    if exceeded.meter is not None:
+        detail["meter"] = _meter(exceeded.meter)
+        if exceeded.meter.resets_at is not None:
+            detail["resetsAt"] = exceeded.meter.resets_at
+    return QUOTA_EXCEEDED_CODE, exceeded.message.strip(), {"quotaExceeded": detail}
+
+
+AIR_VERSION = 1
+
+
+def air_meta(key: str, payload: Any) -> dict[str, Any]:
+    """``_meta`` carrying one AIR payload, as AIR reads it."""
+    return {"jetbrains": {"air": {"version": AIR_VERSION, key: payload}}}
+
+
+def file_change_report(request_id: str, paths: tuple[str, ...] | None) -> dict[str, Any]:
+    """The update AIR's ``agentFileChangeReportRequest`` is answered with before the prompt's answer:
+    the paths the turn changed (from its checkpoints), or unavailable when they are not known."""
+    if paths is None:
+        report: dict[str, Any] = {"version": 1, "requestId": request_id, "status": "unavailable",
+                                  "reason": "notReported"}
+    else:
+        report = {"version": 1, "requestId": request_id, "status": "reported", "paths": list(paths),
+                  "declaredComplete": True, "truncated": False}
+    return {"sessionUpdate": "session_info_update", "_meta": air_meta("agentFileChangeReport", report)}
+
+
+def async_task_spawned(task_id: str, name: str, task_type: str, description: str,
+                       tool_call_id: str | None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "async_task_spawned", "asyncTaskId": task_id, "name": name,
+                              "taskType": task_type, "description": description, "showInTranscript": False,
+                              "canStop": True}
+    if tool_call_id is not None:
+        update["toolCallId"] = tool_call_id
+    return update
+
+
+def async_task_progress(task_id: str, last_tool: str) -> dict[str, Any]:
+    return {"sessionUpdate": "async_task_progress", "asyncTaskId": task_id, "lastToolName": last_tool}
+
+
+def async_task_state(task_id: str, state: str, summary: str | None = None) -> dict[str, Any]:
+    update: dict[str, Any] = {"sessionUpdate": "async_task_state_update", "asyncTaskId": task_id, "state": state}
+    if summary:
+        update["summary"] = summary
+    return update

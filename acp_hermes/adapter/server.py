@@ -19,14 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_hermes.adapter import rewind, steering, timeline, trust
+from acp_hermes.adapter import extensions, rewind, steering, timeline, trust
 from acp_hermes.adapter.client import (
+    AIR_ASYNC_TASKS,
+    AIR_FILE_CHANGE_REPORT,
     ClientAbilities,
     ClientEditor,
     ClientLink,
     ClientView,
     PermissionRequests,
     SessionUpdates,
+    air_capabilities,
+    session_capability,
     shows_subagents,
 )
 from acp_hermes.adapter.errors import AuthRequired, translated
@@ -44,7 +48,7 @@ from acp_hermes.adapter.launchers import LaunchScripts
 from acp_hermes.adapter.mcp_servers import specs_from_acp
 from acp_hermes.adapter.options import available_commands_update, choices_state, config_options
 from acp_hermes.adapter.prompt_blocks import to_parts
-from acp_hermes.adapter.render import render_update
+from acp_hermes.adapter.render import file_change_report, quota_exceeded, render_update
 from acp_hermes.adapter.sdk import (
     handle_quietly,
     json_rpc_engine,
@@ -60,6 +64,7 @@ from acp_hermes.core.events import AgentText
 from acp_hermes.core.runtime import Runtime
 from acp_hermes.core.session import Session
 from acp_hermes.core.sessions import NewSession, SessionManager, SessionWiring
+from acp_hermes.core.turn_report import TurnReport, watching
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -92,6 +97,7 @@ class HermesAgent:
         self._terminal_auth = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._shows_subagents = False  # set from initialize's raw capabilities
+        self._raw_abilities: tuple[bool, bool, frozenset[str]] = (False, False, frozenset())  # notices, quotas, AIR
 
     # -- plumbing
 
@@ -111,7 +117,9 @@ class HermesAgent:
         self._manager = SessionManager(
             self.runtime,
             SessionWiring(
-                sink_for=lambda sid: SessionUpdates(link, sid, view(sid), subagents=self._abilities.subagents),
+                sink_for=lambda sid: SessionUpdates(
+                    link, sid, view(sid), subagents=self._abilities.subagents, notices=self._abilities.notices,
+                    quotas=self._abilities.quotas, tasks=AIR_ASYNC_TASKS in self._abilities.air),
                 asker_for=lambda sid: PermissionRequests(link, sid, view(sid), self._abilities),
                 editor_for=lambda sid: ClientEditor(link, sid, self._abilities, view(sid), launchers),
                 opened=self._opened,
@@ -119,6 +127,7 @@ class HermesAgent:
             self.spawn,
         )
         route_session_delete(engine, self.delete_session)
+        route_request(engine, extensions.QUOTA_READ_METHOD, self.read_quotas)
         observe_request(engine, "initialize", self._raw_initialize)
         observe_request(engine, "session/prompt", _raw_prompt)
         observe_request(engine, "session/fork", _raw_fork)
@@ -128,8 +137,12 @@ class HermesAgent:
             route_request(engine, method, functools.partial(self.ext_method, method))
 
     def _raw_initialize(self, params: dict[str, Any]) -> None:
-        """What the SDK's model of the client's capabilities leaves out: ``subagents`` (unstable)."""
-        self._shows_subagents = shows_subagents(params.get("clientCapabilities"))
+        """What the SDK's model of the client's capabilities leaves out: ``subagents`` and
+        ``session.notices`` (unstable), ``session.quotas`` and AIR's ``_meta`` (extensions)."""
+        capabilities = params.get("clientCapabilities")
+        self._shows_subagents = shows_subagents(capabilities)
+        self._raw_abilities = (session_capability(capabilities, "notices"),
+                               session_capability(capabilities, "quotas"), air_capabilities(capabilities))
 
     @property
     def manager(self) -> SessionManager:
@@ -179,6 +192,9 @@ class HermesAgent:
             terminals=bool(caps.get("terminal")),
             forms=_plain(caps.get("elicitation")).get("form") is not None,  # `{}` advertises forms
             subagents=self._shows_subagents,
+            notices=self._raw_abilities[0],
+            quotas=self._raw_abilities[1],
+            air=self._raw_abilities[2],
             workspace_trust=trust.advertised(caps),
         )
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
@@ -383,10 +399,10 @@ class HermesAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
         session = await self._session(session_id, "it takes no prompts; prompt its parent")
         blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
-        return await self._run_prompt(session, blocks, _PROMPT_MESSAGE_ID.get())
+        return await self._run_prompt(session, blocks, _PROMPT_MESSAGE_ID.get(), _FILE_REPORT.get())
 
     async def _run_prompt(self, session: Session, blocks: list[dict[str, Any]],
-                          message_id: str | None) -> dict[str, Any]:
+                          message_id: str | None, file_report: str | None = None) -> dict[str, Any]:
         """A prompt's blocks run as a prompt (``session/prompt``, an edited prompt): its answer."""
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
@@ -394,9 +410,12 @@ class HermesAgent:
                 no_nul(uri, f"prompt[{number}].uri")
         # The core decides what the parts are (a slash command, a skill, a model turn) and runs it.
         handled: Handled | None = None
+        file_report = file_report if AIR_FILE_CHANGE_REPORT in self._abilities.air else None
+        report = TurnReport(wants_files=file_report is not None)
         before = (session.choices.model, session.choices.thought_level)
         try:
-            handled = await handle(session, to_parts(blocks), message_id)
+            with watching(report):
+                handled = await handle(session, to_parts(blocks), message_id)
         finally:  # after the answer: a turn (or a trust decision before it, or /trust) may have changed skills
             self.spawn(self._announce_menu(session))
         changed = handled.reply.changed_option if handled.reply is not None else None
@@ -406,7 +425,25 @@ class HermesAgent:
             await self._announce_choice(session, changed)
         if handled.reply is not None:  # a slash command's reply, stored already
             await self.link.update(session.id, render_update(AgentText(handled.message_id, handled.reply.text)))
+        if file_report is not None:  # AIR: before the answer, what the turn changed (its checkpoints)
+            await self.link.update(session.id, file_change_report(file_report, report.changed if report.ran else ()))
+        if report.exceeded is not None and self._abilities.quotas:
+            from acp import RequestError
+
+            raise RequestError(*quota_exceeded(report.exceeded))
         return {"stopReason": handled.stop_reason}
+
+    @translated
+    async def read_quotas(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``quota/read {sessionId}``: the session's quotas as they stand (the API's limits as its last
+        response stated them, the budgets as spent)."""
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str):
+            from acp import RequestError
+
+            raise RequestError.invalid_params({"sessionId": "required: the session's id"})
+        session = await self._session(session_id, "read its parent's quotas")
+        return extensions.quota_read_result(session.services.quotas.pools())
 
     @translated
     async def rewind_session(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -428,22 +465,35 @@ class HermesAgent:
     @translated
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Extension requests (the name without its leading ``_``): the rewind (``adapter.rewind``),
-        steering (``adapter.steering``) and workspace trust (``adapter.trust``)."""
+        steering (``adapter.steering``), workspace trust (``adapter.trust``) and AIR's task stop
+        (``adapter.extensions``)."""
         if method == trust.STATUS_METHOD:
             return await trust.status(self.runtime, self.manager, params)
         if method == trust.DECISION_METHOD:
             return await trust.decision(self.runtime, self.manager, params, self._trust_changed)
-        if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD, steering.METHOD):
+        if method not in (rewind.POINTS_METHOD, rewind.REWIND_METHOD, steering.METHOD, extensions.TASK_STOP_METHOD):
             from acp import RequestError
 
             raise RequestError.method_not_found(f"_{method}")
         instead = "steer its parent" if method == steering.METHOD else "rewind its parent"
         session = await self._session(rewind.session_id_of(params), instead)
+        if method == extensions.TASK_STOP_METHOD:
+            return await self._stop_task(session, params)
         if method == steering.METHOD:
             return await steering.steer(session, params, self._start_turn)
         if method == rewind.POINTS_METHOD:
             return await rewind.points(session, params)
         return await rewind.rewind_to(session, params)
+
+    async def _stop_task(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
+        """AIR's ``_session/async_task/stop {sessionId, asyncTaskId}``: ``{stopped}``, false for a task
+        that is not running (ended already, or never one of this session's)."""
+        from acp_hermes.core.async_tasks import stop_task
+
+        task_id = params.get("asyncTaskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise InvalidInput("asyncTaskId: required, the id of a task this session announced")
+        return {"stopped": await stop_task(session, task_id)}
 
     async def _trust_changed(self, session: Session) -> None:
         """A trust decision from the client applied to ``session``: its menu (skills) and options (a
@@ -523,9 +573,14 @@ _FORK_PARAMS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Contex
 _ANNOUNCED: contextvars.ContextVar[NewSession | None] = contextvars.ContextVar("announced_session", default=None)
 
 
+# AIR's ``agentFileChangeReportRequest`` of the prompt being handled: its requestId.
+_FILE_REPORT: contextvars.ContextVar[str | None] = contextvars.ContextVar("file_change_report", default=None)
+
+
 def _raw_prompt(params: dict[str, Any]) -> None:
     message_id = params.get("messageId")
     _PROMPT_MESSAGE_ID.set(message_id if isinstance(message_id, str) and message_id else None)
+    _FILE_REPORT.set(extensions.file_report_request(params))
 
 
 def _raw_fork(params: dict[str, Any]) -> None:

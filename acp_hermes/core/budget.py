@@ -114,6 +114,10 @@ class Budget:
                 self._notify(f"⚠️ {_WHAT[name].capitalize()} is {share(used, limit)} spent ({_amount(name, used)} "
                              f"of {_amount(name, limit)}). Raise it with {_RAISE[name]}.")
 
+    def used(self, name: LimitName) -> float:
+        """What counts against limit ``name`` now (dollars or tokens)."""
+        return self._used(name)
+
     def _used(self, name: LimitName) -> float:
         if name == "session_tokens":
             return self._spent.tokens

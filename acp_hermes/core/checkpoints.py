@@ -185,6 +185,26 @@ class SessionCheckpoints:
             left.update({path: after for path, (_, after) in self._changes[key].items()})
         return left
 
+    async def changed_paths(self, ended: Checkpoint | None) -> tuple[str, ...] | None:
+        """The absolute paths a turn changed, from its checkpoint ``ended`` (what ``end`` returned): the
+        paths that differ between the workspace before its first change and as it left it. None: not
+        known (checkpoints are off, or its end could not be committed); no checkpoint: nothing changed."""
+        if self._open_store is None:
+            return None
+        if ended is None:
+            return ()
+        store = await self.store()
+        if store is None or ended.end_commit is None:
+            return None
+        key = (ended.commit, ended.end_commit)
+        if key not in self._changes:
+            try:
+                self._changes[key] = await anyio.to_thread.run_sync(store.changes, ended.commit, ended.end_commit)
+            except Exception:  # a report the editor asked for never fails the turn: it is "not known"
+                log.exception("the changes of checkpoint %d could not be read", ended.number)
+                return None
+        return tuple(str(store.workspace / path) for path in sorted(self._changes[key]))
+
     async def store(self) -> CheckpointStore | None:
         """The workspace's store, opened on first need; None when checkpoints are off."""
         if self._store is None and self._open_store is not None:

@@ -36,6 +36,7 @@ import anyio
 from acp_hermes.core import compression
 from acp_hermes.core.events import EventSink, ToolCallFinished, ToolCallStarted
 from acp_hermes.core.history import repaired
+from acp_hermes.core.notices import notice
 from acp_hermes.core.transcript import ToolOutcome, Transcript, history_from_rows, newest_row, stored_conversation
 from acp_hermes.model.messages import Message, Text, ToolUse
 from acp_hermes.model.types import Completed, ModelError, ModelRequest
@@ -104,6 +105,7 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     card = f"compact-{uuid.uuid4()}"
     await target.sink.emit(ToolCallStarted(card, CARD_TOOL, "Compacting conversation", "other",
                                            {"focus": focus} if focus else {}))
+    await target.sink.emit(notice("compaction", f"Compacting the conversation: about {before:,} tokens.", shown=""))
     if target.flush:
         await _flush_memories(target)
     pruned = plan.with_old_outputs_pruned()
@@ -120,6 +122,8 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     if not summary:
         log.warning("compaction failed: %s", failure)
         await target.sink.emit(ToolCallFinished(card, "failed", (TextDisplay(f"Compaction failed: {failure}"),)))
+        said = f"Compaction failed: {failure.rstrip('.')}. The conversation is unchanged."
+        await target.sink.emit(notice("compaction", said, shown="", severity="warning"))
         return Compaction(False, before, before, f"Compaction failed ({failure}); the conversation is unchanged.")
     warning = await _warning(summary, plan.middle, previous)
     history = compression.compressed_history(pruned, summary, warning)
@@ -141,6 +145,8 @@ async def compact(target: CompactionTarget, *, focus: str | None = None, manual:
     target.system_prompt = system_prompt
     after = compression.estimate_tokens(target.transcript.messages) + len(system_prompt) // compression.CHARS_PER_TOKEN
     await target.sink.emit(ToolCallFinished(card, "completed", shown, raw_output=raw_output))
+    await target.sink.emit(notice("compaction", f"Compacted the conversation: about {before:,} → {after:,} tokens.",
+                                  shown=""))
     log.info("session %s compacted: ~%d → ~%d tokens (segment %s)", target.root_id, before, after, segment)
     return Compaction(True, before, after, f"Compacted the conversation: about {before:,} → {after:,} tokens.")
 
@@ -158,6 +164,7 @@ async def _adopt(target: CompactionTarget, card: str, before: int) -> Compaction
     after = (compression.estimate_tokens(stored.transcript.messages)
              + len(stored.system_prompt) // compression.CHARS_PER_TOKEN)
     await target.sink.emit(ToolCallFinished(card, "completed", (TextDisplay(ADOPTED),)))
+    await target.sink.emit(notice("compaction", ADOPTED, shown=""))
     log.info("session %s: compacted by another process first; going on from segment %s", target.root_id,
              stored.transcript.session_id)
     return Compaction(True, before, after, ADOPTED)

@@ -111,6 +111,69 @@ class ChildEnded:
     failure: str | None = None
 
 
+NoticeKind = Literal["compaction", "budget", "job", "trust", "hook", "info"]
+Severity = Literal["info", "warning", "error"]
+
+
+@value
+class Notice:
+    """Something the user should know that is not part of the conversation: compaction starting and
+    ending, a budget nearly spent, a background job's end, a server's failure (and trust and hook
+    messages). A client that shows notices gets ``title`` and ``description``; any other is shown
+    ``text`` as an agent message (None: nothing, where it has its own rendering, as compaction's card)."""
+
+    kind: NoticeKind
+    severity: Severity
+    title: str
+    description: str | None = None
+    text: str | None = None
+    message_id: str = ""
+
+
+@value
+class QuotaMeter:
+    """One limit the agent works under and how much of it is used (``core.quotas``)."""
+
+    id: str
+    title: str
+    unit: str  # "requests", "tokens" or "usd"
+    used: float
+    limit: float
+    window: str  # "minute" (the API's rate limits), "turn" or "session" (budgets)
+    status: Literal["ok", "warning", "exceeded"]
+    updated_at: str  # RFC 3339
+    resets_at: str | None = None
+
+    @property
+    def used_percent(self) -> float:
+        return round(min(100.0, 100.0 * self.used / self.limit), 1) if self.limit > 0 else 100.0
+
+
+@value
+class QuotaPool:
+    """The meters of one source of limits: the model API's rate limits, or the user's budgets."""
+
+    id: str
+    title: str
+    meters: tuple[QuotaMeter, ...]
+
+
+@value
+class QuotaChanged:
+    """The quotas as they stand now (after a model call, a 429, a budget's change)."""
+
+    pools: tuple[QuotaPool, ...]
+
+
+@value
+class JobFinished:
+    """A background job ended (every end, heard of by the model or not): ``state`` as a task list shows it."""
+
+    job_id: str
+    state: Literal["completed", "failed", "stopped"]
+    summary: str
+
+
 Event = (
     AgentText
     | UserText
@@ -124,6 +187,9 @@ Event = (
     | ChildStarted
     | ChildEvent
     | ChildEnded
+    | Notice
+    | QuotaChanged
+    | JobFinished
 )
 
 

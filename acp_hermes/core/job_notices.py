@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from acp_hermes.core.events import AgentText, EventSink
+from acp_hermes.core.events import EventSink, JobFinished
 
 if TYPE_CHECKING:
     from acp_hermes.core.transcript import Transcript
@@ -73,7 +73,9 @@ class JobNotices:
         await self._show(self._take_for_later())
 
     def _job_ended(self, ended: JobEnded) -> None:
-        """The hook, on the event loop: an idle session shows the notice now (a running turn notes it)."""
+        """The hook, on the event loop: every end is told as such (an editor's task list); an idle
+        session shows the notice now (a running turn notes it)."""
+        self._spawn(self._sink.emit(finished(ended)))
         if self._turn_running:
             return
         shown = self._take_for_later()  # taken now: a turn starting before the notice is sent gets the note
@@ -88,11 +90,28 @@ class JobNotices:
         return ended
 
     async def _show(self, ended: list[JobEnded]) -> None:
+        from acp_hermes.core.notices import notice as notice_of
+
         for item in ended:
-            text = f"\n\n{notice(item)}\n"
+            line = notice(item)
+            text = f"\n\n{line}\n"
             message_id = f"job-notice-{uuid.uuid4()}"
-            await self._sink.emit(AgentText(message_id, text))
+            await self._sink.emit(notice_of("job", line, shown=text, message_id=message_id,
+                                            severity="info" if item.exit_code == 0 else "warning"))
             await self._transcript().add_local_reply(text, message_id=message_id)
+
+
+def finished(ended: JobEnded) -> JobFinished:
+    """A job's end as a task list shows it: exit code 0 completed, any other failed, a signal stopped."""
+    state: Literal["completed", "failed", "stopped"] = (
+        "completed" if ended.exit_code == 0 else "stopped" if ended.signal is not None else "failed")
+    return JobFinished(ended.job_id, state, f"{ended.status} after {_duration(ended.duration)}")
+
+
+def _duration(seconds: float) -> str:
+    from acp_hermes_tools.contracts import duration_text
+
+    return duration_text(seconds)
 
 
 def notice(ended: JobEnded) -> str:

@@ -26,6 +26,7 @@ from acp_hermes.core.transcript import AnnouncedCall, ToolOutcome, Transcript
 from acp_hermes.core.turn_input import BudgetPressure, TurnInput, WebWarning, budget_share, steer_blocks
 from acp_hermes.core.web import REFUSED_NOTICE, WebTools, outcome, presented
 from acp_hermes.model.messages import ServerToolResult, ServerToolUse, Text, ToolUse
+from acp_hermes.model.rate_limits import RateLimit
 from acp_hermes.model.types import (
     Completed,
     ModelError,
@@ -97,6 +98,7 @@ class TurnControls:
     tool_finished: Callable[[ToolCall, ToolResult], None] | None = None  # each call's result, as it finishes
     hooks: CallHooks | None = None  # the user's hooks around each tool call
     stop_check: StopCheck | None = None  # the user's Stop hooks, asked once the model would end the turn
+    limits_seen: Callable[[tuple[RateLimit, ...]], Awaitable[None]] | None = None  # after each call, or its 429
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ class TurnResult:
     measured_messages: int = 0  # how many messages of the transcript that measure covers
     tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
     failure: str | None = None  # why the turn broke off (the model failed), told to the user
+    rate_limited: bool = False  # it broke off on the API's 429 with no retry left
 
 
 @dataclass
@@ -346,6 +349,9 @@ class AgentLoop:
             return await self._model_call(settings, result)
         except ModelError as error:
             await self._end_early(message_id, text, thinking, str(error))
+            result.rate_limited = error.status == 429
+            if self._controls.limits_seen is not None:
+                await self._controls.limits_seen(error.rate_limits)
             return None
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
@@ -359,6 +365,8 @@ class AgentLoop:
         result.usage = result.usage + completed.usage
         if self._controls.spent is not None:
             self._controls.spent(completed.usage)
+        if self._controls.limits_seen is not None:
+            await self._controls.limits_seen(completed.rate_limits)
         result.context_tokens = completed.usage.prompt_tokens + completed.usage.output_tokens
         announced = {
             b.id: AnnouncedCall(self._open[b.id].title, self._open[b.id].kind, self._open[b.id].locations)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from acp_hermes.config import Settings
-from acp_hermes.core.events import AgentText, Event, EventSink, SessionEvent, UsageReported
+from acp_hermes.core.events import Event, EventSink, NoticeKind, SessionEvent, UsageReported
 from acp_hermes.model.pricing import context_window, price_of
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import Editor, ToolEventSink
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.job_notices import JobNotices
     from acp_hermes.core.lineage import SubagentSpec
     from acp_hermes.core.memory_providers import MemoryProviders
+    from acp_hermes.core.quotas import Quotas
     from acp_hermes.core.review import Nudges, Proposal
     from acp_hermes.core.runtime import Runtime, SessionAuxiliary
     from acp_hermes.core.state import SessionState
@@ -50,7 +51,11 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
 class Child(Protocol):
-    """What a session does to its running children: its cancel and its mode reach them."""
+    """What a session does to its running children: its cancel and its mode reach them (and the user's
+    stop, by the child's id)."""
+
+    @property
+    def id(self) -> str: ...
 
     def cancel(self) -> None: ...
 
@@ -71,7 +76,8 @@ class SessionServices:
 
     def __init__(self, *, runtime: Runtime, session_id: str, subagent: SubagentSpec | None, sink: EventSink,
                  editor: Editor, gate: PermissionGate, tools: ToolScope, checkpoints: SessionCheckpoints,
-                 budget: Budget, web: WebTools, auxiliary: SessionAuxiliary, hints: SubdirectoryHintTracker,
+                 budget: Budget, quotas: Quotas, web: WebTools, auxiliary: SessionAuxiliary,
+                 hints: SubdirectoryHintTracker,
                  job_notices: JobNotices, nudges: Nudges, spawn: Spawn, children: ChildMaker,
                  on_first_exchange: Callable[[], None], rebuild_prompt: Callable[[], str],
                  trust: WorkspaceTrust, hooks: Callable[[SessionServices], SessionHooks]) -> None:
@@ -87,6 +93,7 @@ class SessionServices:
         self.tools = tools
         self.checkpoints = checkpoints  # a child's are its parent's: the parent's turn is what a rollback undoes
         self.budget = budget  # a child's is its parent's: what it spends counts there, and those limits stop it
+        self.quotas = quotas  # the API's rate limits and the budget, as meters (``core.quotas``)
         self.web = web  # the API's web search and fetch, while the endpoint takes them
         self.auxiliary = auxiliary
         self.hints = hints
@@ -119,9 +126,10 @@ class SessionServices:
     async def emit(self, event: Event) -> None:
         await self.sink.emit(event)
 
-    def notify(self, text: str) -> None:
-        """Tell the user ``text`` now, outside any turn (a server's failure)."""
-        _notifier(self._session_id, self.sink, self.spawn)(text)
+    def notify(self, text: str, kind: NoticeKind = "info") -> None:
+        """Tell the user ``text`` now, outside any turn (a server's failure; trust and hook messages
+        pass their ``kind``), as a notice (``core.notices``)."""
+        _notifier(self._session_id, self.sink, self.spawn, kind)(text)
 
     def tool_context(self, call_id: str, title: str, sink: ToolEventSink | None = None) -> ToolContext:
         """The checked doors of one call (a turn's, or one the session makes itself: an export, a rollback)."""
@@ -322,6 +330,7 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     from acp_hermes.core.hints import SubdirectoryHintTracker
     from acp_hermes.core.hooks import build_session_hooks
     from acp_hermes.core.job_notices import JobNotices
+    from acp_hermes.core.quotas import Quotas
     from acp_hermes.core.review import Nudges
     from acp_hermes.core.runtime import SessionAuxiliary
     from acp_hermes.core.web import WebTools
@@ -335,6 +344,9 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     store = (lambda: runtime.checkpoints_for(cwd)) if settings.checkpoints.enabled else None
     skills = runtime.skills_for(cwd, trust.trusted)  # a project's own skills only in a trusted workspace
     history = skills.history  # where it stands: each checkpoint keeps it, so skills roll back too
+    budget = budget or Budget(lambda: runtime.settings.budget, state.choices.budget,
+                              _notifier(session_id, sink, spawn, "budget"))
+    quotas = Quotas(budget, sink)
     checkpoints = checkpoints or SessionCheckpoints(session_id, store, notify,
                                                     None if history is None else history.mark)
     auxiliary = SessionAuxiliary(runtime, session_id)
@@ -365,7 +377,7 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
     services = SessionServices(
         runtime=runtime, session_id=session_id, subagent=subagent, sink=sink, editor=editor, gate=gate,
         tools=tools, checkpoints=checkpoints,
-        budget=budget or Budget(lambda: runtime.settings.budget, state.choices.budget, notify),
+        budget=budget, quotas=quotas,
         web=WebTools(lambda: trust.settings.web), auxiliary=auxiliary,
         hints=SubdirectoryHintTracker(cwd, state.additional_directories, enabled=trust.trusted),
         job_notices=JobNotices(tools, sink, lambda: state.transcript, spawn),
@@ -373,17 +385,20 @@ def build_services(runtime: Runtime, state: SessionState, *, sink: EventSink, as
                       settings.skill_nudge_interval if learning else 0),
         spawn=spawn, children=children, on_first_exchange=on_first_exchange, rebuild_prompt=rebuild_prompt,
         trust=trust,
-        hooks=lambda made: build_session_hooks(runtime, state, made.gate, notify, made.tool_context,
+        hooks=lambda made: build_session_hooks(runtime, state, made.gate, _notifier(session_id, sink, spawn, "hook"),
+                                               made.tool_context,
                                                lambda: made.registry, lambda: made.trust.trusted),
     )
     return services
 
 
-def _notifier(session_id: str, sink: EventSink, spawn: Spawn) -> Callable[[str], None]:
+def _notifier(session_id: str, sink: EventSink, spawn: Spawn, kind: NoticeKind = "info") -> Callable[[str], None]:
+    """Tells the user a message now, as a notice of ``kind`` (``core.notices``)."""
+
     def notify(text: str) -> None:
-        import uuid
+        from acp_hermes.core.notices import notice
 
         log.warning("session %s: %s", session_id, text)
-        spawn(sink.emit(AgentText(f"notice-{uuid.uuid4()}", text + "\n\n")))
+        spawn(sink.emit(notice(kind, text)))
 
     return notify

@@ -37,6 +37,7 @@ from acp_hermes_memory.values import value
 if TYPE_CHECKING:
     from acp_hermes.config import ProjectSettings, Settings
     from acp_hermes.core.choices import SessionChoices
+    from acp_hermes.core.events import NoticeKind
     from acp_hermes.core.project_files import Gated, ProjectFiles
     from acp_hermes.core.runtime import Runtime
     from acp_hermes.core.state import SessionState
@@ -94,7 +95,7 @@ class Services(Protocol):
     @property
     def settings(self) -> Settings: ...
 
-    def notify(self, text: str) -> None: ...
+    def notify(self, text: str, kind: NoticeKind = "info") -> None: ...
 
     def add_mcp_servers(self, cwd: Path, specs: Sequence[McpServerSpec]) -> None: ...
 
@@ -351,7 +352,7 @@ async def _approve_servers(session: Session) -> None:
                 await anyio.to_thread.run_sync(trust.runtime.trust_store.approve_servers, trust.repository.root, [key])
         else:
             trust.declined.add(key)
-            session.services.notify(f"The MCP server `{spec.name}` of this workspace was not started.")
+            session.services.notify(f"The MCP server `{spec.name}` of this workspace was not started.", "trust")
     start_servers(session)
 
 
@@ -443,7 +444,7 @@ async def apply(session: Session) -> None:
     if not trust.trusted:
         return
     for notice in trust.notices():
-        session.services.notify(notice)
+        session.services.notify(notice, "trust")
     _project_choices(session)
     start_servers(session)
 

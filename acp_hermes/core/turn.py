@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from acp_hermes.core import turn_report
 from acp_hermes.core.events import CompactionStarting, TurnEnded
 from acp_hermes.core.transcript import final_answer
 from acp_hermes.model.pricing import context_window
@@ -25,6 +26,7 @@ from acp_hermes.permissions.modes import Mode
 
 if TYPE_CHECKING:
     from acp_hermes.core.attachments import ConvertedPrompt
+    from acp_hermes.core.checkpoints import Checkpoint
     from acp_hermes.core.compactor import Compaction
     from acp_hermes.core.loop import AgentLoop, StopReason, TurnSettings
     from acp_hermes.core.memory_providers import MemoryProviders
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.transcript import Transcript
     from acp_hermes.core.turn_input import Note, TurnInput
     from acp_hermes.core.user_prompt import PromptPart
+    from acp_hermes.model.rate_limits import RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ class Turn:
             refusal = services.budget.refusal()
             if refusal is not None:
                 await self._refuse(refusal)
+                if (report := turn_report.current()) is not None:
+                    report.exceeded = services.quotas.budget_stop(refusal)
                 return "end_turn"
             self._steering.open()  # from now on a steer reaches this turn (its first request, at the latest)
         try:
@@ -135,7 +140,8 @@ class Turn:
                                   web=services.web if own else None, scrub_fences=providers is not None,
                                   tool_finished=services.tool_finished if providers is not None else None,
                                   hooks=hooks if hooks.uses_tools() else None,
-                                  stop_check=hooks.stopping if hooks.has("Stop", "SubagentStop") else None),
+                                  stop_check=hooks.stopping if hooks.has("Stop", "SubagentStop") else None,
+                                  limits_seen=self._limits_seen if own else None),
         )
         stop: StopReason = "cancelled"
         if own:
@@ -151,9 +157,30 @@ class Turn:
                 carry_undelivered(state, services, self._steering.close())  # a steer from now on starts a new turn
                 if own:
                     with anyio.CancelScope(shield=True):  # a cancelled turn's changes are the agent's all the same
-                        await services.checkpoints.end()
+                        ended = await services.checkpoints.end()
+                        await self._report(loop, ended)
         await self._after(loop, turn_input, stop, providers)
         return stop
+
+    async def _limits_seen(self, limits: tuple[RateLimit, ...]) -> None:
+        """After each model call (or its final failure): the API's limits and the budget, as meters."""
+        self._services.quotas.saw(limits)
+        await self._services.quotas.publish()
+
+    async def _report(self, loop: AgentLoop, ended: Checkpoint | None) -> None:
+        """Fill in the prompt's report, if its sender asked for one: the limit that ended the turn, and
+        (when wanted) the files it changed, from its checkpoint (none taken: it changed nothing)."""
+        report = turn_report.current()
+        if report is None:
+            return
+        services, result = self._services, loop.result
+        report.ran = True
+        if result.rate_limited and result.failure:
+            report.exceeded = services.quotas.rate_limited(result.failure)
+        elif result.failure is not None and result.failure == services.budget.exceeded():
+            report.exceeded = services.quotas.budget_stop(result.failure)
+        if report.wants_files:
+            report.changed = await services.checkpoints.changed_paths(ended)
 
     async def _notes(self, converted: ConvertedPrompt, providers: MemoryProviders | None) -> list[Note]:
         """What the model reads with the prompt: hints of the files it attaches, plan mode, jobs that

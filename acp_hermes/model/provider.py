@@ -40,6 +40,7 @@ from acp_hermes.model.messages import (
     ToolResult,
     ToolUse,
 )
+from acp_hermes.model.rate_limits import rate_limits
 from acp_hermes.model.types import (
     Completed,
     ModelError,
@@ -383,10 +384,12 @@ def _api_message(error: Any) -> str:
 
 async def _back_off_or_raise(error: Exception, attempt: int, settings: Settings) -> None:
     """Sleep before retry ``attempt + 1``, or raise ModelError when the failure is final."""
+    response = getattr(error, "response", None)
     if not _is_retryable(error) or attempt >= settings.max_retries:
         log.warning("model call failed after %d attempt(s): %s", attempt + 1, error)
-        raise ModelError(describe_failure(error)) from error
-    response = getattr(error, "response", None)
+        status = getattr(response, "status_code", None)
+        raise ModelError(describe_failure(error), status=status if isinstance(status, int) else None,
+                         rate_limits=rate_limits(getattr(response, "headers", None))) from error
     delay = retry_delay(attempt, settings, _retry_after(getattr(response, "headers", None)))
     log.info("model call failed (%s); retry %d in %.2fs", error, attempt + 1, delay)
     await anyio.sleep(delay)
@@ -538,7 +541,8 @@ class AnthropicProvider:
             calls = sum(1 for block in content if block["type"] == "tool_use")
             log.debug("model message: stop %s, %d blocks (%d tool calls), %s, %.0f ms", acc.stop_reason, len(content),
                       calls, _usage_text(acc.usage), _elapsed_ms(sent))
-        yield Completed(tuple(block_from_wire(block) for block in acc.content()), acc.stop_reason, acc.usage)
+        yield Completed(tuple(block_from_wire(block) for block in acc.content()), acc.stop_reason, acc.usage,
+                        rate_limits(stream.response.headers))
 
     def _absorb(self, acc: _Accumulator, event: Any) -> list[StreamEvent]:
         kind = event.type

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol
 
 from acp_hermes.model.messages import Block, Message, ServerToolResult, ServerToolUse
+from acp_hermes.model.rate_limits import RateLimit
 from acp_hermes_memory.values import value
 
 
@@ -77,6 +78,7 @@ class Completed:
     content: tuple[Block, ...]
     stop_reason: str
     usage: Usage
+    rate_limits: tuple[RateLimit, ...] = ()  # as the response's headers stated them (``model.rate_limits``)
 
 
 # A server tool's call (``ServerToolUse``) and result (``ServerToolResult``) arrive as the blocks they are.
@@ -84,7 +86,15 @@ StreamEvent = TextDelta | ThinkingDelta | ToolUseReady | ServerToolUse | ServerT
 
 
 class ModelError(Exception):
-    """A model call failed for good; the message is written for the user."""
+    """A model call failed for good; the message is written for the user. ``status``: the API's HTTP
+    status when it answered with an error (429: rate-limited, with no retry left); ``rate_limits``: the
+    limits that answer stated."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 rate_limits: tuple[RateLimit, ...] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.rate_limits = rate_limits
 
 
 class ServerToolsRejected(ModelError):

@@ -258,6 +258,7 @@ class MessageReply:
     ping: bool = True
     failure: StreamFailure | None = None
     cut: StreamCut | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent with the answer (rate-limit headers)
 
     def resolved_stop_reason(self) -> StopReason:
         if self.stop_reason is not None:
@@ -624,13 +625,16 @@ class _Handler(BaseHTTPRequestHandler):
         usage = reply.usage or default_usage(request.body, reply.content)
         message_id = f"msg_scripted_{request.index:04d}"
         if not request.stream:
-            self._send_json(200, message_json(reply, message_id=message_id, model=model, usage=usage), request_id, {})
+            self._send_json(200, message_json(reply, message_id=message_id, model=model, usage=usage), request_id,
+                            reply.headers)
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", request_id)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         self.end_headers()
         events = stream_events(reply, message_id=message_id, model=model, usage=usage)
         if reply.cut is not None:

@@ -156,6 +156,9 @@ class FakeAnthropic:
         self._lock = threading.Lock()
         self.api_key = FAKE_API_KEY  # the one key GET /v1/models accepts
         self.server = _ServerWithModels(self._respond, lambda: self.api_key)
+        # Rate-limit headers (``anthropic-ratelimit-*``) sent with every conversation answer and error,
+        # as the real API sends them: ``rate_limits(requests_remaining=..., ...)`` makes them.
+        self.rate_limit_headers: dict[str, str] = {}
 
     def start(self) -> FakeAnthropic:
         self.server.start()
@@ -212,6 +215,8 @@ class FakeAnthropic:
                 headers={"x-should-retry": "false"},
             )
         reply = item(request) if callable(item) else item
+        if self.rate_limit_headers and isinstance(reply, MessageReply | HttpError):
+            reply = dataclasses.replace(reply, headers={**self.rate_limit_headers, **reply.headers})
         if self.cache is not None and isinstance(reply, MessageReply):
             account = self.cache.account(request.body)
             if reply.usage is None:
@@ -331,6 +336,17 @@ def thinking_then_text(
         [ThinkingBlock(thinking, signature=signature, chunks=chunks), TextBlock(text, chunks=chunks)],
         stop_reason="end_turn",
     )
+
+
+def rate_limit_headers(*, requests: tuple[int, int] = (50, 49), tokens: tuple[int, int] = (400_000, 390_000),
+                       reset: str = "2026-11-29T08:00:00Z") -> dict[str, str]:
+    """The API's ``anthropic-ratelimit-*`` headers: (limit, remaining) for requests and tokens, one reset."""
+    headers = {}
+    for name, (limit, remaining) in (("requests", requests), ("tokens", tokens)):
+        headers[f"anthropic-ratelimit-{name}-limit"] = str(limit)
+        headers[f"anthropic-ratelimit-{name}-remaining"] = str(remaining)
+        headers[f"anthropic-ratelimit-{name}-reset"] = reset
+    return headers
 
 
 def error_reply(

@@ -21,7 +21,7 @@ from acp.connection import StreamDirection, StreamEvent
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from tests.support import REPO_ROOT
+from tests.support import REPO_ROOT, extension_schema
 
 SCHEMA_ENV = "ACP_SCHEMA_PATH"
 DEFAULT_SCHEMA_PATH = REPO_ROOT.parent / "shared" / "reference" / "acp-schema-v1.json"
@@ -185,6 +185,7 @@ class WireValidator:
         else:
             self.schema = load_schema(str(Path(schema_path).resolve())) if schema_path is not None else default_schema()
         self.errors: list[str] = []
+        self.extension_updates = 0  # extension session updates seen (each checked against its own shape)
         self.messages: list[dict[str, Any]] = []
         self._client_requests: dict[Any, str] = {}
         self._answered: set[Any] = set()
@@ -255,6 +256,13 @@ class WireValidator:
         if method.startswith("_"):
             return  # extension methods carry free-form params
         kind = "Request" if is_request else "Notification"
+        update = (message.get("params") or {}).get("update") if method == "session/update" else None
+        if isinstance(update, dict) and update.get("sessionUpdate") in extension_schema.UPDATES:
+            self.extension_updates += 1  # a stable-schema client must never get one (tests count them)
+            shape = extension_schema.UPDATES[update["sessionUpdate"]]
+            for problem in extension_schema.problems(shape, update):
+                self.errors.append(f"{label} ({update['sessionUpdate']}, an extension): update/{problem}")
+            return
         name = self.schema.definition_for(kind, method, ("client", "protocol"))
         if name is None:
             self.errors.append(f"{label}: no schema definition for agent {kind.lower()} {method!r}")
@@ -281,6 +289,10 @@ class WireValidator:
             return
         self._answer(request_id, label)
         if method.startswith("_") or method in VENDOR_METHODS:
+            return
+        if method in extension_schema.RESPONSES:
+            for problem in extension_schema.problems(extension_schema.RESPONSES[method], message["result"]):
+                self.errors.append(f"{label} ({method}, an extension): result/{problem}")
             return
         name = self.schema.definition_for("Response", method, ("agent",))
         if name is None:

@@ -13,7 +13,7 @@ import pytest
 from acp_hermes.config import load_settings
 from acp_hermes.core.commands import run_command
 from acp_hermes.core.errors import ModeUnavailable
-from acp_hermes.core.events import AgentText
+from acp_hermes.core.events import Notice
 from acp_hermes.core.sessions import SessionManager, SessionWiring
 from acp_hermes.core.user_prompt import TextPart
 from acp_hermes.permissions.modes import Mode
@@ -44,7 +44,7 @@ async def served(env: Env) -> AsyncIterator[SessionManager]:
 
 
 def notices(env: Env) -> list[str]:
-    return [event.text for event in env.log.events if isinstance(event, AgentText)]
+    return [event.text or "" for event in env.log.events if isinstance(event, Notice)]
 
 
 async def test_without_a_sandbox_bypass_is_not_offered_and_switching_to_it_is_refused(env: Env) -> None:

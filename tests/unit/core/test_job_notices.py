@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from acp_hermes.core.events import AgentText, Event
+from acp_hermes.core.events import AgentText, Event, Notice
 from acp_hermes.core.job_notices import notice
 from acp_hermes.core.session import Session
 from acp_hermes.core.sessions import SessionManager, SessionWiring
@@ -51,13 +51,13 @@ class Sink:
 
     async def emit(self, event: Event) -> None:
         self.events.append(event)
-        if isinstance(event, AgentText) and event.message_id.startswith("job-notice-"):
+        if isinstance(event, Notice) and event.message_id.startswith("job-notice-"):
             self.shown.set()
             self.shown = anyio.Event()
 
     @property
-    def notices(self) -> list[AgentText]:
-        return [e for e in self.events if isinstance(e, AgentText) and e.message_id.startswith("job-notice-")]
+    def notices(self) -> list[Notice]:
+        return [e for e in self.events if isinstance(e, Notice) and e.message_id.startswith("job-notice-")]
 
     async def wait_for_notices(self, count: int) -> None:
         with anyio.fail_after(WAIT_LIMIT):
