@@ -86,7 +86,7 @@ class SessionHooks:
     _approving: anyio.Lock | None = None
     _source: str | None = None  # how the session began (SessionStart's ``source``); None: not a session of the user's
     _started: anyio.Event | None = None
-    _ended: anyio.Event | None = None
+    _ended = False  # SessionEnd was fired
     _start_context: list[str] = field(default_factory=list)
 
     # -- which hooks
@@ -278,21 +278,16 @@ class SessionHooks:
                                            "custom_instructions": focus or ""})
 
     def ended(self, spawn: Callable[[Any], None]) -> None:
-        """SessionEnd, beside the session's close, where there may be such hooks."""
+        """SessionEnd beside a close that cannot wait for it (the server shutting down): best effort."""
         if self._may_have("SessionEnd"):
-            self._ended = anyio.Event()
-            spawn(self._end(self._ended))
+            spawn(self.end())
 
-    async def _end(self, done: anyio.Event) -> None:
-        try:
-            await self.fire("SessionEnd", {"reason": "other"})
-        finally:
-            done.set()
-
-    async def wait_ended(self) -> None:
-        """Return once SessionEnd's hooks have run (at once when there are none): ``session/close`` answers then."""
-        if self._ended is not None:
-            await self._ended.wait()
+    async def end(self) -> None:
+        """Run SessionEnd's hooks once (``session/close`` answers after them; a later call runs none)."""
+        if self._ended or not self._may_have("SessionEnd"):
+            return
+        self._ended = True
+        await self.fire("SessionEnd", {"reason": "other"})
 
     def _may_have(self, event: HookEvent) -> bool:
         """Whether ``event`` may have hooks, before they are loaded: the user's config says, or a trusted project."""

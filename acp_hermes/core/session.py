@@ -184,9 +184,11 @@ class Session:
         if self._turn is not None:
             self._turn.cancel()
 
-    def close(self) -> None:
-        """End the session: its servers, background commands and reviews stop, and so does its turn."""
+    def close(self, *, end_hooks: bool = True) -> None:
+        """End the session: its servers, background commands and reviews stop, and so does its turn.
+        ``end_hooks``: start its SessionEnd hooks beside the close (False: the closer awaits them itself)."""
         self.services.publish(SessionEnded(list(self.state.transcript.messages)))
-        self.services.hooks.ended(self.services.spawn)
+        if end_hooks:
+            self.services.hooks.ended(self.services.spawn)
         self.services.close()
         self.cancel()

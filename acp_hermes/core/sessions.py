@@ -630,8 +630,8 @@ class SessionManager:
             if record.subagent_label is not None:
                 raise not_for_a_subagent(session_id, record.parent_session_id, CLOSE_THE_PARENT)
             return
-        session.close()
-        await session.services.hooks.wait_ended()  # the user's SessionEnd hooks (bounded by their timeouts)
+        session.close(end_hooks=False)
+        await session.services.hooks.end()  # the user's SessionEnd hooks (bounded by their timeouts)
 
     async def delete(self, session_id: str) -> None:
         """Close the session and delete it with every segment compaction made of it."""
