@@ -57,7 +57,10 @@ def _trusted(paths: Paths, settings: Settings, cwd: Path) -> bool:
     from acp_hermes.core.runtime import Runtime
     from acp_hermes.core.trust import open_trust
 
-    return open_trust(Runtime(settings, paths, trust_everything=trust_from_env()), cwd).trusted
+    try:
+        return open_trust(Runtime(settings, paths, trust_everything=trust_from_env()), cwd).trusted
+    except OSError:  # the decisions cannot be read (HERMES_HOME unusable: doctor says so once): not trusted
+        return False
 
 
 def _approvals(paths: Paths) -> HookApprovals:

@@ -30,6 +30,7 @@ import anyio
 from acp_hermes.config import HookEvent, Settings
 from acp_hermes.core.hook_answers import HookAnswer, read_answer
 from acp_hermes.core.hook_config import (
+    PROJECT_CONFIG,
     TOOL_EVENTS,
     Hook,
     HookApprovals,
@@ -291,7 +292,8 @@ class SessionHooks:
 
     def _may_have(self, event: HookEvent) -> bool:
         """Whether ``event`` may have hooks, before they are loaded: the user's config says, or a trusted project."""
-        return self.has(event) or event in self.settings.hooks or self.trusted()
+        return (self.has(event) or event in self.settings.hooks
+                or (self.trusted() and (self.cwd / PROJECT_CONFIG).is_file()))
 
     def uses_tools(self) -> bool:
         return self.has(*TOOL_EVENTS)
