@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How long the second step of the warm-up waits for the first model response to begin (see warm_up).
+# How long the second step of the warm-up waits for the first model response's first output (see warm_up).
 TOOL_WARM_UP_DELAY = 0.5
 
 
@@ -234,9 +234,10 @@ class Runtime:
         Two steps. First what the first model request needs: the model SDK and its HTTP client, the
         tools' definitions, the loop. Then what the first tool call needs: the command rules, the
         tools' schema validators (jsonschema), the sandbox check. The second waits until the first
-        model response has begun (or ``TOOL_WARM_UP_DELAY`` seconds, when no prompt comes): a prompt
-        sent at once shares one GIL with the warm-up, so everything this thread runs before the
-        request goes out delays it, and a model takes longer to answer than this step.
+        model response's first output has been handled (or ``TOOL_WARM_UP_DELAY`` seconds, when no
+        prompt comes): a prompt sent at once shares one GIL with the warm-up, so everything this
+        thread runs before that first chunk is out delays it (a tool call that comes first builds its own
+        validator, as without the warm-up).
         """
         began, cpu = time.perf_counter(), time.thread_time()
         provider = self.provider

@@ -445,8 +445,9 @@ class AnthropicProvider:
         self._settings = settings
         self._client: AsyncAnthropic | None = None
         self._client_lock = threading.Lock()  # prepare() builds it on a worker thread
-        # Set once a model response has begun: the warm-up leaves what only tool calls need until
-        # then, so it does not compete for the GIL with a first prompt getting its request out.
+        # Set once a model response's first output has been handled (or the response has ended): the
+        # warm-up leaves what only tool calls need until then, so it does not compete for the GIL with
+        # a first prompt getting its request out and its first chunk to the client.
         self.responding = threading.Event()
 
     def prepare(self) -> None:
@@ -510,7 +511,6 @@ class AnthropicProvider:
         _log_request(params, attempt, streamed=True)
         sent = time.perf_counter()
         stream = await client.messages.create(**params, stream=True)
-        self.responding.set()
         debug = log.isEnabledFor(logging.DEBUG)
         if debug:
             response = stream.response
@@ -525,7 +525,11 @@ class AnthropicProvider:
                     log.debug("model stream: first event (%s) after %.0f ms", event.type, _elapsed_ms(sent))
                 for out in self._absorb(acc, event):
                     yield out
+                    # Taken back once the turn has handled it (the first text shown, say): only then may
+                    # the warm-up compete for the GIL, not while the first chunk is on its way out.
+                    self.responding.set()
         finally:
+            self.responding.set()
             with anyio.CancelScope(shield=True):
                 await stream.close()
         if not acc.started:

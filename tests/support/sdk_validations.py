@@ -48,3 +48,27 @@ def validations() -> list[Any]:
             except ValidationError as error:
                 results.append(json.loads(error.json()))
     return results
+
+
+# The SDK's RootModel unions, whose bases pydantic makes (``sdk.import_schema_lean`` defers those too).
+ROOTS = ("AgentResponse", "ClientResponse", "ElicitationContentValue", "ElicitationFormMode")
+ROOT_PARAMS = [None, 5, "x", ["a", "b"], ["a", 5], {}, {"jsonrpc": "2.0", "id": 1, "result": {}},
+               {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}},
+               {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "m"}},
+               {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}}, {"mode": "form", "requestedSchema": {}},
+               {"mode": "form", "sessionId": "s", "requestedSchema": {"type": "object", "properties": {}}}]
+
+
+def root_validations() -> list[Any]:
+    """Each model of ``ROOTS`` given each of ``ROOT_PARAMS``: what it made of them (dumped) or its errors."""
+    import acp.schema as schema
+    from pydantic import ValidationError
+
+    results: list[Any] = []
+    for name in ROOTS:
+        for params in ROOT_PARAMS:
+            try:
+                results.append(getattr(schema, name).model_validate(params).model_dump(mode="json", by_alias=True))
+            except ValidationError as error:
+                results.append(json.loads(error.json()))
+    return results

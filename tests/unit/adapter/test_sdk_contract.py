@@ -25,7 +25,7 @@ from acp_hermes.adapter.wire import StdioTransport
 from acp_hermes.config import Paths, Settings
 from acp_hermes.core.runtime import Runtime
 from tests.support import REPO_ROOT
-from tests.support.sdk_validations import validations
+from tests.support.sdk_validations import root_validations, validations
 
 pytestmark = pytest.mark.anyio
 
@@ -79,6 +79,8 @@ async def test_a_foreign_transport_is_refused_loudly(tmp_path: Path) -> None:
 
 LEAN = """
 import json
+import pydantic
+root_config = dict(pydantic.RootModel.model_config)
 from acp_hermes.adapter.sdk import import_schema_lean
 import_schema_lean()
 import acp.schema
@@ -87,9 +89,11 @@ lean = {
     "config": {key: acp.schema.BaseModel.model_config.get(key) for key in %r},
     "deferred": isinstance(acp.schema.PromptRequest.__pydantic_validator__, MockValSer),
     "described": acp.schema.PromptRequest.model_fields["prompt"].description,
+    "root_deferred": isinstance(acp.schema.AgentResponse.__mro__[1].__pydantic_validator__, MockValSer),
+    "root_config": dict(pydantic.RootModel.model_config),
 }
-from tests.support.sdk_validations import validations
-print(json.dumps({"lean": lean, "validations": validations()}))
+from tests.support.sdk_validations import root_validations, validations
+print(json.dumps({"lean": lean, "validations": validations(), "roots": root_validations()}))
 """
 
 
@@ -100,10 +104,17 @@ def test_the_schema_imported_lean_validates_as_it_comes() -> None:
     ran = subprocess.run([sys.executable, "-c", LEAN % (tuple(LEAN_SCHEMA_CONFIG),)], capture_output=True,
                          text=True, cwd=REPO_ROOT, check=True)
     lean = json.loads(ran.stdout)
-    assert lean["lean"] == {"config": LEAN_SCHEMA_CONFIG, "deferred": True, "described": None}  # it took effect
+    import pydantic
+
+    # It took effect, on the RootModel[...] bases pydantic makes too; RootModel's own configuration is as it was.
+    assert lean["lean"] == {"config": LEAN_SCHEMA_CONFIG, "deferred": True, "described": None, "root_deferred": True,
+                            "root_config": dict(pydantic.RootModel.model_config)}
     import acp.schema
 
     assert acp.schema.PromptRequest.model_fields["prompt"].description  # here, imported as it comes
     assert lean["validations"] == validations()
+    assert lean["roots"] == root_validations()
     errors = [result for result in lean["validations"] if isinstance(result, list)]
     assert len(errors) > 100 and len(lean["validations"]) - len(errors) > 50  # both kinds were tried
+    root_errors = [result for result in lean["roots"] if isinstance(result, list)]
+    assert len(root_errors) > 10 and len(lean["roots"]) - len(root_errors) > 5

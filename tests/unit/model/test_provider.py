@@ -240,6 +240,27 @@ async def test_a_whole_stream_yields_deltas_then_the_completed_message_with_usag
     assert client.script[0].closed  # type: ignore[union-attr]
 
 
+@pytest.mark.anyio
+async def test_the_warm_up_is_held_back_until_the_first_output_has_been_handled() -> None:
+    """``responding`` lets the warm-up's second step compete for the GIL: not while the first chunk is
+    on its way to the client (the turn holds it until it asks for the next event)."""
+    provider = provider_with(_Client([_Stream(TEXT + STOP)]))
+    stream = provider.stream(ModelRequest("m", "sys", turns(1)))
+    assert await anext(stream) == TextDelta("hi")
+    assert not provider.responding.is_set()  # response headers and message_start came: not yet
+    await anext(stream)
+    assert provider.responding.is_set()
+    await stream.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_response_without_output_still_lets_the_warm_up_go_on() -> None:
+    provider = provider_with(_Client([_Stream([], content_type="text/html")]), max_retries=0)
+    with pytest.raises(ModelError):
+        await collect(provider)
+    assert provider.responding.is_set()
+
+
 @pytest.mark.parametrize(("first", "cause", "match"), [
     (_Stream([], content_type="text/html"), NotAStream, r"not a Messages stream \(text/html\)"),
     (_Stream(TEXT), IncompleteStream, "ended before the message was complete"),  # after "hi" was shown
