@@ -167,7 +167,9 @@ async def test_the_home_folder_is_trusted_for_a_session_at_most(asking: Env, mon
     assert open_trust(asking.runtime, asking.cwd).standing == "undecided"
 
 
-async def test_a_server_the_users_config_names_keeps_its_name(asking: Env) -> None:
+async def test_a_server_the_users_config_names_keeps_its_name(asking: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The servers are never started here (no background work): the turn need not wait for them.
+    monkeypatch.setattr("acp_hermes.core.turn.MCP_TURN_WAIT_SECONDS", 0.0)
     (asking.cwd / ".mcp.json").write_text('{"mcpServers": {"docs": {"command": "project-docs"}, '
                                           '"extra": {"command": "project-extra"}}}', encoding="utf-8")
     asking.runtime.settings = Settings(sandbox="off", mcp_servers={"docs": {"command": "my-docs"}})
