@@ -34,7 +34,10 @@ from tests.support.fake_anthropic import (
     text_reply,
     tool_reply,
 )
-from tests.support.schema_check import UNSTABLE_SCHEMA_PATH
+from tests.support.schema_check import RELEASE_UNSTABLE_SCHEMA_PATH, UNSTABLE_SCHEMA_PATH
+
+# The reference unstable schema, else (a clone without ../shared) the vendored release: both have notices.
+NOTICES_SCHEMA = UNSTABLE_SCHEMA_PATH if UNSTABLE_SCHEMA_PATH.exists() else RELEASE_UNSTABLE_SCHEMA_PATH
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +85,7 @@ async def test_budget_warnings_and_job_ends_are_notices_only_for_a_client_that_s
                           text_reply("Started.", usage=FREE))
     fake_anthropic.script_auxiliary(text_reply("Notes", usage=FREE))
     async with running_agent(tmp_path, fake_anthropic, initialize=False,
-                             schema_path=UNSTABLE_SCHEMA_PATH if shows_notices else None) as agent:
+                             schema_path=NOTICES_SCHEMA if shows_notices else None) as agent:
         await initialize(agent, NOTICES if shows_notices else {})
         (agent.workspace / "notes.txt").write_text("short notes\n", encoding="utf-8")
         fifo = make_fifo(agent.workspace, "release.fifo")
@@ -111,7 +114,7 @@ async def test_budget_warnings_and_job_ends_are_notices_only_for_a_client_that_s
 async def test_compaction_starts_and_ends_as_notices_beside_its_card(
         tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.script_auxiliary(text_reply("Parser work"), text_reply("## Goal\nShip the parser."))
-    async with running_agent(tmp_path, fake_anthropic, initialize=False, schema_path=UNSTABLE_SCHEMA_PATH) as agent:
+    async with running_agent(tmp_path, fake_anthropic, initialize=False, schema_path=NOTICES_SCHEMA) as agent:
         await initialize(agent, NOTICES)
         sid = await agent.new_session()
         await chat(agent, fake_anthropic, sid, 8)
