@@ -236,6 +236,15 @@ def remove_stale_temp_files(directory: Path, *, older_than: float = STALE_TEMP_S
     return removed
 
 
+def set_aside_unreadable(path: Path, format_name: str) -> Path:
+    """Move a file that is not valid ``format_name`` aside, named with the time, before it is written
+    anew: a hand-edited file with a typo is kept, not lost. Returns where it went."""
+    kept = path.with_name(f"{path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
+    os.replace(path, kept)
+    log.warning("%s was not valid %s; kept it as %s and started a new one", path, format_name, kept)
+    return kept
+
+
 def lock_path_for(path: Path) -> Path:
     """The sibling ``<file>.lock`` that guards ``path`` (the convention Hermes Agent uses too)."""
     return path.with_name(path.name + ".lock")

@@ -16,14 +16,12 @@ The file::
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for, set_aside_unreadable
 from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
@@ -85,9 +83,7 @@ class GrantStore:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError:
             if keep_unreadable:
-                kept = self.path.with_name(f"{self.path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
-                os.replace(self.path, kept)
-                log.warning("%s was not valid YAML; kept it as %s and started a new one", self.path, kept)
+                set_aside_unreadable(self.path, "YAML")
             elif not self._unreadable_logged:
                 self._unreadable_logged = True
                 log.warning("%s is not valid YAML; ignoring remembered command grants", self.path)

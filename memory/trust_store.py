@@ -24,13 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
+from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for, set_aside_unreadable
 from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
@@ -175,9 +174,7 @@ class TrustStore:
             data = json.loads(text)
         except ValueError:
             if keep_unreadable:
-                kept = self.path.with_name(f"{self.path.name}.unreadable-{time.strftime('%Y%m%d-%H%M%S')}")
-                os.replace(self.path, kept)
-                log.warning("%s was not valid JSON; kept it as %s and started a new one", self.path, kept)
+                set_aside_unreadable(self.path, "JSON")
             elif not self._unreadable_logged:
                 self._unreadable_logged = True
                 log.warning("%s is not valid JSON; no workspace is trusted by it", self.path)
