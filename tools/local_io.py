@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ import anyio
 import anyio.abc
 
 from acp_hermes_memory.fs import delete_exactly, write_text_exactly
-from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest
+from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest, Launch
 from acp_hermes_tools.process_trees import HeldGroup
 
 if TYPE_CHECKING:
@@ -56,9 +57,21 @@ class LocalEditor:
         await anyio.to_thread.run_sync(delete_exactly, path)
 
     def argv(self, command: str, confinement: Confinement | None) -> list[str]:
-        """How the shell runs ``command``, inside the sandbox when it is confined."""
+        """How the shell runs ``command`` when someone else starts it (an editor's terminal), inside the
+        sandbox when it is confined."""
         argv = [self._shell, "-c", command]
         return confinement.wrap(argv) if confinement is not None else argv
+
+    @contextlib.contextmanager
+    def launch(self, command: str, confinement: Confinement | None) -> Iterator[Launch]:
+        """How the shell runs ``command`` when this process starts it: spawn it inside the block. Confined,
+        bubblewrap is started directly (``Confinement.launch``): nothing execs in front of it."""
+        argv = [self._shell, "-c", command]
+        if confinement is None:
+            yield Launch(tuple(argv))
+            return
+        with confinement.launch(argv) as launch:
+            yield launch
 
     def start_detached(
         self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None, *,
@@ -89,14 +102,17 @@ class LocalEditor:
         # Shielded: a cancel while it starts would kill the shell alone and leave what it already started
         # running; once it is open, the cancel arrives below and the whole group is stopped.
         with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                self.argv(request.command, request.confinement),
-                cwd=request.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            with self.launch(request.command, request.confinement) as launch:
+                process = await anyio.open_process(
+                    launch.argv,
+                    env=launch.env,
+                    pass_fds=launch.pass_fds,
+                    cwd=request.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         timed_out = False
         try:
             with anyio.move_on_after(request.timeout) as deadline:
