@@ -342,7 +342,7 @@ class SessionSandbox:
         self._scratch: Path | None = None
         self._pending: list[Quarantined] = []  # moved after a background command, not yet reported
         self._lock = threading.Lock()  # the folder listings and the pending list, shared by worker threads
-        self._listings: Listings = {}
+        self._listings = Listings()
 
     @property
     def status(self) -> SandboxStatus:
