@@ -80,9 +80,11 @@ class LocalEditor:
         """Start ``command`` in a process group of its own, under the launcher (on Linux): it and its
         group end when the agent does, even on ``kill -9``. Call it on the event loop's thread: the
         launcher's tie to the agent is to the thread that starts it (see ``launched``)."""
-        with open(log_path, "wb") as log_file:
+        with self.launch(command, confinement) as launch, open(log_path, "wb") as log_file:
             process = subprocess.Popen(
-                launched(self.argv(command, confinement)),
+                launched(list(launch.argv)),
+                env=launch.env,  # the launcher hands the program exactly this (see there)
+                pass_fds=launch.pass_fds,
                 cwd=cwd,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=log_file,
