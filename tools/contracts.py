@@ -159,16 +159,6 @@ class CommandRequest:
 
 
 @value
-class Launch:
-    """How this process starts a command itself: ``env`` is its whole environment (None: this process's
-    own), ``pass_fds`` what it inherits beyond 0-2 (a sandbox's filter, which bubblewrap reads and closes)."""
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str] | None = None
-    pass_fds: tuple[int, ...] = ()
-
-
-@value
 class CommandOutcome:
     output: str
     exit_code: int | None

@@ -23,8 +23,9 @@ import anyio
 import anyio.abc
 
 from acp_hermes_memory.fs import delete_exactly, write_text_exactly
-from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest, Launch
+from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest
 from acp_hermes_tools.process_trees import HeldGroup
+from acp_hermes_tools.spawn import Launch
 
 if TYPE_CHECKING:
     from acp_hermes_tools.sandbox import Confinement

@@ -57,9 +57,9 @@ from typing import Protocol
 from acp_hermes_memory.values import value
 from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.command_env import command_environment
-from acp_hermes_tools.contracts import Launch
 from acp_hermes_tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
 from acp_hermes_tools.seccomp import LAUNCHER, filter_file
+from acp_hermes_tools.spawn import Launch
 
 log = logging.getLogger(__name__)
 
