@@ -31,7 +31,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -167,31 +166,36 @@ def _named_entries(roots: tuple[Path, ...], listings: Listings) -> Iterator[Path
     """Entries with a mandatory name within ``MAX_DEPTH`` levels of each root (symlinks not followed)."""
     visited = 0
     now = time.time_ns()
-    queue: deque[tuple[str, int]] = deque((str(root), 0) for root in roots)
-    while queue:
-        directory, depth = queue.popleft()
-        visited += 1
-        if visited > MAX_DIRECTORIES:
-            log.warning("sandbox: stopped looking for protected files after %d directories", MAX_DIRECTORIES)
-            return
-        protected, folders = _listing(directory, listings, now)
-        for name in protected:
-            yield Path(directory, name)
-        if depth < MAX_DEPTH:
-            queue.extend((folder, depth + 1) for folder in folders)
+    level = [str(root) for root in roots]
+    for _ in range(MAX_DEPTH + 1):  # breadth first, a level at a time: the roots, then MAX_DEPTH levels below
+        below: list[str] = []
+        for directory in level:
+            visited += 1
+            if visited > MAX_DIRECTORIES:
+                log.warning("sandbox: stopped looking for protected files after %d directories", MAX_DIRECTORIES)
+                return
+            _, protected, folders = _listing(directory, listings, now)
+            for name in protected:
+                yield Path(directory, name)
+            below += folders
+        level = below
 
 
-def _listing(directory: str, listings: Listings, now: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The protected names in ``directory`` and the paths of the folders in it to look through, in listing order."""
+_UNREADABLE: tuple[_Stamp, tuple[str, ...], tuple[str, ...]] = ((0, 0, 0, 0), (), ())
+
+
+def _listing(directory: str, listings: Listings, now: int) -> tuple[_Stamp, tuple[str, ...], tuple[str, ...]]:
+    """``directory``'s stamp, the protected names in it and the paths of the folders in it to look through,
+    in listing order (the hot path of a scan: one ``stat`` when the folder is unchanged)."""
     try:
         status = os.stat(directory, follow_symlinks=False)
     except OSError:
         listings.folders.pop(directory, None)
-        return (), ()
-    stamp = _stamp_of(status)
+        return _UNREADABLE
+    stamp = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
     cached = listings.folders.get(directory)
-    if cached is not None and cached[0] == stamp and _settled(stamp, now):
-        return cached[1], cached[2]
+    if cached is not None and cached[0] == stamp and now - max(stamp[2], stamp[3]) > _SETTLED_NS:
+        return cached
     protected: list[str] = []
     folders: list[str] = []
     try:
@@ -203,10 +207,10 @@ def _listing(directory: str, listings: Listings, now: int) -> tuple[tuple[str, .
                 elif lowered not in _SKIPPED_DIRS and _is_directory(child):
                     folders.append(child.path)
     except OSError:
-        return (), ()
+        return _UNREADABLE
     listing = (stamp, tuple(protected), tuple(folders))
     listings.folders[directory] = listing
-    return listing[1], listing[2]
+    return listing
 
 
 def _stamp_of(status: os.stat_result) -> _Stamp:
