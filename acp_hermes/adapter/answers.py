@@ -23,15 +23,16 @@ from acp.schema import (
     ResumeSessionResponse,
     SetSessionConfigOptionResponse,
 )
-from pydantic import PrivateAttr, ValidationError, model_serializer
+from pydantic import PrivateAttr, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 A = TypeVar("A", bound="AsBuilt")
 
 
 class AsBuilt(BaseModel):
-    """A response model that is written as the JSON it was validated from (``of``)."""
+    """A response model that is written as the JSON it was validated from (``of``); one made
+    otherwise is written as its model."""
 
-    _built: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _built: dict[str, Any] | None = PrivateAttr(default=None)
 
     @classmethod
     def of(cls: type[A], built: dict[str, Any]) -> A:
@@ -44,12 +45,11 @@ class AsBuilt(BaseModel):
         answer._built = built
         return answer
 
-    @model_serializer(mode="plain")
-    def _as_built(self) -> dict[str, Any]:
+    @model_serializer(mode="wrap")
+    def _as_built(self, serialize: SerializerFunctionWrapHandler) -> Any:
         # Read where pydantic keeps private attributes: the SDK's BaseModel.__getattr__ hides them.
-        private = self.__pydantic_private__ or {}
-        built: dict[str, Any] = private["_built"]
-        return built
+        built = (self.__pydantic_private__ or {}).get("_built")
+        return built if built is not None else serialize(self)
 
 
 class InitializeAnswer(AsBuilt, InitializeResponse):

@@ -41,7 +41,7 @@ from acp_hermes.permissions.modes import Mode
 pytestmark = pytest.mark.anyio
 
 CHOICES = SessionChoices(mode=Mode.PLAN, model="claude-test", thought_level="low")
-TRUST_META = {"workspace_trust": {"status": "trusted", "details": "a folder the user trusts"}}
+TRUST_META = {"workspace_trust": {"status": "untrusted", "details": None}}
 SESSION_INFO = {"sessionId": "s2", "cwd": "/w", "updatedAt": "2026-01-02T03:04:05Z", "title": "A title",
                 "additionalDirectories": ["/x"]}
 
@@ -176,6 +176,11 @@ def test_an_answer_is_its_model_validated() -> None:
     answer = NewSessionAnswer.of(new_session_result("s1", CHOICES, Settings()))
     assert answer.session_id == "s1" and answer.modes is not None and answer.modes.current_mode_id == "plan"
     assert [option.id for option in answer.config_options or []] == ["mode", "model", "thought_level"]
+
+
+def test_an_answer_made_without_json_is_written_as_its_model() -> None:
+    answer = NewSessionAnswer(session_id="s1")
+    assert answer.model_dump(by_alias=True, exclude_none=True) == {"sessionId": "s1"}
 
 
 async def test_an_answer_the_schema_refuses_is_an_internal_error_not_the_clients() -> None:
