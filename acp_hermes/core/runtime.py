@@ -89,12 +89,9 @@ class Runtime:
         """Whether commands run in an OS sandbox here, as the settings have it. Trying bubblewrap takes
         tens of milliseconds, so it starts with the process (``sandbox_probe``); ``session/new`` needs
         the answer (whether ``bypass`` is offered) and waits for it only if it is still running."""
-        if self.sandbox_probe is not None:
-            with contextlib.suppress(Exception):  # it failed on its thread: tried again just below
-                self.sandbox_probe.result()
-        from acp_hermes_tools.sandbox import sandbox_status
+        from acp_hermes.core.arrival import probed_sandbox
 
-        return sandbox_status(self.settings.sandbox != "off")
+        return probed_sandbox(self.sandbox_probe, self.settings.sandbox != "off")
 
     @property
     def tool_names(self) -> frozenset[str]:
