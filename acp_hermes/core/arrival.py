@@ -9,7 +9,6 @@ with — or that only the handlers can say it: a trusted project's own settings 
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +19,6 @@ from acp_hermes_memory.values import value
 if TYPE_CHECKING:
     from acp_hermes.core.choices import SessionChoices
     from acp_hermes_memory.session_db import SessionDB
-    from acp_hermes_tools.sandbox import SandboxStatus
 
 
 @value
@@ -39,6 +37,7 @@ class Arrival:
         from acp_hermes.core.project_files import CONFIG_FILE
         from acp_hermes.core.trust import standing_of
         from acp_hermes_memory.trust_store import TrustStore, repository_of
+        from acp_hermes_tools.sandbox import sandbox_status
 
         repository = repository_of(workspace, Path.home())
         entry = None if repository.home else TrustStore(self.paths.trust_file).entry(repository.root)
@@ -49,17 +48,7 @@ class Arrival:
         except OSError:  # the handler says what it could not read
             return None
         settings = self.settings
-        sandbox = probed_sandbox(self.sandbox_probe, settings.sandbox != "off")
+        sandbox = sandbox_status(settings.sandbox != "off", self.sandbox_probe)
         return allowed_here(starting_choices(settings), sandbox, settings.allow_unsandboxed_bypass,
                             self.paths.config_file)
 
-
-def probed_sandbox(probe: Future[None] | None, enabled: bool) -> SandboxStatus:
-    """Whether commands run in an OS sandbox here (``enabled``: the settings allow one), once the probe
-    begun at start-up has finished; a probe that failed on its thread is tried again now."""
-    if probe is not None:
-        with contextlib.suppress(Exception):
-            probe.result()
-    from acp_hermes_tools.sandbox import sandbox_status
-
-    return sandbox_status(enabled)

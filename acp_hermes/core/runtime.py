@@ -89,9 +89,9 @@ class Runtime:
         """Whether commands run in an OS sandbox here, as the settings have it. Trying bubblewrap takes
         tens of milliseconds, so it starts with the process (``sandbox_probe``); ``session/new`` needs
         the answer (whether ``bypass`` is offered) and waits for it only if it is still running."""
-        from acp_hermes.core.arrival import probed_sandbox
+        from acp_hermes_tools.sandbox import sandbox_status
 
-        return probed_sandbox(self.sandbox_probe, self.settings.sandbox != "off")
+        return sandbox_status(self.settings.sandbox != "off", self.sandbox_probe)
 
     @property
     def tool_names(self) -> frozenset[str]:
