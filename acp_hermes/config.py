@@ -2,7 +2,8 @@
 
 The data home ``HERMES_HOME`` (default ``~/.hermes``) is shared with Hermes Agent; acp-hermes
 keeps its own files in ``$HERMES_HOME/acp-hermes/``. The config file is YAML and validated
-with pydantic, so a mistake is reported with the key that holds it.
+with pydantic, so a mistake is reported with the key that holds it. Where the files are, and what
+needs no validation, is in ``config_base`` (named here too: every caller imports them from here).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -27,97 +27,30 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from acp_hermes.config_base import DEFAULT_AUXILIARY_MODEL as DEFAULT_AUXILIARY_MODEL
+from acp_hermes.config_base import DEFAULT_MODEL as DEFAULT_MODEL
+from acp_hermes.config_base import DEFAULT_THINKING_BUDGETS as DEFAULT_THINKING_BUDGETS
+from acp_hermes.config_base import ENV_API_KEY as ENV_API_KEY
+from acp_hermes.config_base import ENV_BASE_URL as ENV_BASE_URL
+from acp_hermes.config_base import ENV_HOME as ENV_HOME
+from acp_hermes.config_base import ENV_LOG_LEVEL as ENV_LOG_LEVEL
+from acp_hermes.config_base import ENV_MODEL as ENV_MODEL
+from acp_hermes.config_base import ENV_TRUST as ENV_TRUST
+from acp_hermes.config_base import THOUGHT_LEVELS as THOUGHT_LEVELS
+from acp_hermes.config_base import ConfigError as ConfigError
+from acp_hermes.config_base import Paths as Paths
+from acp_hermes.config_base import ThoughtLevel as ThoughtLevel
+from acp_hermes.config_base import home_problem as home_problem
+from acp_hermes.config_base import names_a_variable as names_a_variable
+from acp_hermes.config_base import paths_from_env as paths_from_env
+from acp_hermes.config_base import read_config_file as read_config_file
+from acp_hermes.config_base import real_key
+from acp_hermes.config_base import trust_from_env as trust_from_env
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
 from acp_hermes_tools.toolsets import DEFAULT_CHILD_TOOLSETS, TOOLSETS
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
-DEFAULT_AUXILIARY_MODEL = "claude-haiku-5-5"
-ThoughtLevel = Literal["off", "low", "medium", "high"]
-THOUGHT_LEVELS: tuple[ThoughtLevel, ...] = ("off", "low", "medium", "high")
-DEFAULT_THINKING_BUDGETS: dict[ThoughtLevel, int] = {"low": 2_048, "medium": 8_192, "high": 32_000}
-
-ENV_API_KEY = "ANTHROPIC_API_KEY"
-ENV_BASE_URL = "ANTHROPIC_BASE_URL"
-ENV_MODEL = "HERMES_MODEL"
-ENV_HOME = "HERMES_HOME"
-ENV_LOG_LEVEL = "ACP_HERMES_LOG_LEVEL"
-ENV_TRUST = "ACP_HERMES_TRUST"  # "1": trust every workspace this process serves (headless use, like --trust)
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names the file and the key."""
-
-
-@value
-class Paths:
-    """Where every file lives, derived from ``HERMES_HOME``."""
-
-    home: Path
-
-    @property
-    def own(self) -> Path:
-        return self.home / "acp-hermes"
-
-    @property
-    def config_file(self) -> Path:
-        return self.own / "config.yaml"
-
-    @property
-    def permissions_file(self) -> Path:
-        return self.own / "permissions.yaml"
-
-    @property
-    def trust_file(self) -> Path:
-        """Which repositories the user trusts (or not), and their approved MCP servers (``memory.trust_store``)."""
-        return self.own / "trust.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.own / "logs"
-
-    @property
-    def state_db(self) -> Path:
-        return self.own / "state.db"
-
-    @property
-    def quarantine(self) -> Path:
-        """What the sandbox moved out of a workspace: files a command created where they would run later."""
-        return self.own / "quarantine"
-
-    @property
-    def checkpoints(self) -> Path:
-        """The shadow git stores of workspace checkpoints (``/rollback``), one per workspace."""
-        return self.own / "checkpoints"
-
-    @property
-    def skills_history(self) -> Path:
-        """The ledger of every change to a skill's files (``acp-hermes skills history``)."""
-        return self.own / "skills-history.jsonl"
-
-    @property
-    def skills_upkeep(self) -> Path:
-        """When the skills' lifecycle last ran (at most once a day)."""
-        return self.own / "skills-upkeep.json"
-
-    @property
-    def project_skill_scans(self) -> Path:
-        """Verdicts of project skills' scans, by content hash (never kept in the repository)."""
-        return self.own / "project-skill-scans.json"
-
-    @property
-    def memories(self) -> Path:
-        return self.home / "memories"
-
-    @property
-    def soul(self) -> Path:
-        return self.home / "SOUL.md"
-
-    @property
-    def skills(self) -> Path:
-        return self.home / "skills"
 
 
 class Price(BaseModel):
@@ -385,77 +318,6 @@ class Settings(BaseModel):
         return list(dict.fromkeys([self.model, *self.models]))
 
 
-def paths_from_env(env: Mapping[str, str] | None = None) -> Paths:
-    env = os.environ if env is None else env
-    home = env.get(ENV_HOME) or os.path.join(os.path.expanduser("~"), ".hermes")
-    return Paths(Path(home).expanduser().resolve())
-
-
-def home_problem(paths: Paths) -> str | None:
-    """Why acp-hermes cannot keep its files under ``HERMES_HOME`` (one sentence), or None.
-
-    A file where a directory belongs, or a directory this user cannot read, write and enter, fails
-    every read and write beneath it (and ``Path.exists`` raises instead of answering); this names the
-    folder and what to do instead, so no command and no ``session/new`` has to meet the error first.
-    """
-    for directory, label, purpose in (
-        (paths.home, f"HERMES_HOME {paths.home}", "set HERMES_HOME to a directory (or move the file away)"),
-        (paths.own, str(paths.own), "move it away (acp-hermes keeps its configuration, logs and sessions in "
-                                    "that directory)"),
-    ):
-        try:
-            found = directory.stat()
-        except FileNotFoundError:
-            return _uncreatable(directory, label)
-        except OSError as exc:  # a parent folder this user cannot enter
-            return (f"{label} cannot be reached ({exc.strerror or exc}): give this user access to its parent "
-                    "folders, or set HERMES_HOME to a directory of your own")
-        if not stat.S_ISDIR(found.st_mode):
-            return f"{label} is a file, not a directory: {purpose}"
-        if not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
-            fix = (f"chmod u+rwx {directory}" if found.st_uid == os.geteuid()
-                   else f"it belongs to user {found.st_uid}: chown it to this user")
-            return (f"{label} cannot be read and written by this user: give it back its permissions ({fix}) "
-                    "or set HERMES_HOME to a directory of your own")
-    return None
-
-
-def _uncreatable(directory: Path, label: str) -> str | None:
-    """Why a missing ``directory`` cannot be created, or None when its nearest existing parent allows it."""
-    parent = next(p for p in directory.parents if os.path.lexists(p))
-    if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
-        return None
-    return (f"{label} does not exist and cannot be created: {parent} is not a directory this user can write; "
-            "set HERMES_HOME to a directory of your own")
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    """The config file as a mapping ({} when absent); YAML is imported only if there is one."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except NotADirectoryError as exc:  # HERMES_HOME (or its acp-hermes/) is a file
-        blocker = next((parent for parent in path.parents if parent.exists() and not parent.is_dir()), path.parent)
-        raise ConfigError(f"{blocker} is a file, not a directory: acp-hermes keeps its configuration and sessions "
-                          "beneath it (set HERMES_HOME to a directory, or move the file away)") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    return data
-
-
 def _describe(error: ValidationError, source: Path) -> str:
     problems = []
     for item in error.errors()[:5]:
@@ -476,26 +338,6 @@ def _describe_environment(error: ValidationError, env: Mapping[str, str]) -> str
     return "environment: " + "; ".join(problems)
 
 
-_VARIABLE_NAME = re.compile(r"\$?\{?[A-Z][A-Z0-9_]*\}?")
-
-
-def names_a_variable(value: object) -> bool:
-    """Whether ``value``, given as an API key, is the name of a variable rather than a key
-    (``ANTHROPIC_API_KEY``, ``$ANTHROPIC_API_KEY``, ``${ANTHROPIC_API_KEY}``): neither an editor's ``env``
-    nor config.yaml expands variables, so such a value reaches us as written."""
-    return isinstance(value, str) and _VARIABLE_NAME.fullmatch(value.strip()) is not None
-
-
-def _real_key(value: str | None) -> str | None:
-    """The environment's API key, unless it is the name of a variable rather than a key (an editor
-    config that passes the literal string ``ANTHROPIC_API_KEY`` when the variable is unset): then
-    the key saved by ``setup`` is used instead."""
-    if value and names_a_variable(value):
-        log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
-        return None
-    return value
-
-
 def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = None) -> Settings:
     """Settings from the environment, then the config file, then the defaults."""
     env = os.environ if env is None else env
@@ -506,7 +348,7 @@ def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = No
         log.warning("ignoring api_key %r in %s: that is a variable's name, not an API key (config.yaml does not "
                     "expand variables)", values.pop("api_key"), paths.config_file)
     overrides = {
-        "api_key": _real_key(env.get(ENV_API_KEY)),
+        "api_key": real_key(env.get(ENV_API_KEY)),
         "base_url": env.get(ENV_BASE_URL),
         "model": env.get(ENV_MODEL),
         "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
@@ -524,12 +366,6 @@ def check_config(values: Mapping[str, Any], source: Path) -> Settings:
         return Settings.model_validate(values)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, source)) from exc
-
-
-def trust_from_env(env: Mapping[str, str] | None = None) -> bool:
-    """Whether ``ACP_HERMES_TRUST`` asks this process to trust every workspace it serves (headless use)."""
-    env = os.environ if env is None else env
-    return env.get(ENV_TRUST, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 # -- a project's own settings (``.hermes/config.yaml`` in a trusted workspace)

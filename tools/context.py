@@ -224,9 +224,9 @@ class ToolContext:
         self._authorized_paths.update(change.path for change in changes)
 
     async def authorize_restore(self, changes: Sequence[FileChange], label: str, display: Sequence[Display], *,
-                                requested: bool = False) -> None:
+                                requested: bool = False, replaces_own_edits: bool = False) -> None:
         """Ask to put ``changes`` back (a rollback), the answer that allows it named ``label``."""
-        await self.gate.authorize(self, Restore(tuple(changes), label, tuple(display), requested))
+        await self.gate.authorize(self, Restore(tuple(changes), label, tuple(display), requested, replaces_own_edits))
         self._authorized_paths.update(change.path for change in changes)
 
     async def authorize_command(self, command: str, cwd: Path, *, outside_sandbox: bool = False) -> None:

@@ -323,6 +323,7 @@ class Choices:
     reject: str
     rejected: str
     cancelled: str
+    reject_first: bool = False  # allowing would replace the user's own work: the option clients pick first keeps it
 
 
 class _Request:
@@ -367,12 +368,14 @@ class Restore(_Request):
     """Putting ``changes`` back from a checkpoint (``/rollback``), decided as the edit it is. Where the mode
     asks, the one way to allow it is named ``label`` (what it does) and the other keeps things as they
     are; ``requested``: the client asked for exactly this restore (the user asked there), so it holds
-    unasked. ``preview`` is what the question shows."""
+    unasked. ``preview`` is what the question shows; ``replaces_own_edits``: it puts back files the user
+    changed after the agent (asked for by name, ``--include-edited``)."""
 
     changes: tuple[FileChange, ...]
     label: str
     preview: tuple[Display, ...]
     requested: bool = False
+    replaces_own_edits: bool = False
 
     @property
     def paths(self) -> tuple[Path, ...]:
@@ -396,7 +399,7 @@ class Restore(_Request):
     def choices(self) -> Choices:
         return Choices(self.label, "Keep things as they are",
                        "Nothing was restored: you chose to keep things as they are.",
-                       "Nothing was restored: the question was cancelled.")
+                       "Nothing was restored: the question was cancelled.", reject_first=self.replaces_own_edits)
 
 
 @value

@@ -50,6 +50,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -231,8 +232,12 @@ class SandboxStatus:
 SANDBOX_OFF = "turned off in the configuration (sandbox: off)"
 
 
-def sandbox_status(enabled: bool) -> SandboxStatus:
-    """The sandbox commands get with the configuration's ``sandbox`` setting (``enabled``: not off)."""
+def sandbox_status(enabled: bool, probe: Future[None] | None = None) -> SandboxStatus:
+    """The sandbox commands get with the configuration's ``sandbox`` setting (``enabled``: not off), once
+    ``probe`` (``detect`` begun on a thread at start-up) has finished; one that failed is tried again here."""
+    if probe is not None:
+        with contextlib.suppress(Exception):
+            probe.result()
     return detect() if enabled else SandboxStatus(None, SANDBOX_OFF)
 
 

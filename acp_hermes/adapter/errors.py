@@ -8,7 +8,7 @@ errors with -32602 and anything else with -32603.
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from acp import RequestError
@@ -101,8 +101,9 @@ def describe_request_error(error: BaseException) -> str | None:
     return message
 
 
-def translated(handler: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Wrap an ACP handler so the errors it raises leave as their JSON-RPC form."""
+def translated(handler: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Wrap an ACP handler so the errors it raises leave as their JSON-RPC form (still a coroutine
+    function, as the SDK's ``Agent`` protocol declares its handlers)."""
 
     @functools.wraps(handler)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:

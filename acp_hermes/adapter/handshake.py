@@ -15,7 +15,7 @@ from acp_hermes import __version__
 from acp_hermes.adapter import extensions, rewind, steering, timeline
 from acp_hermes.adapter.mcp_servers import MCP_CAPABILITIES
 from acp_hermes.adapter.options import choices_state
-from acp_hermes.config import Settings
+from acp_hermes.config_base import StartingSettings
 from acp_hermes.core.choices import SessionChoices
 from acp_hermes.core.errors import InvalidInput
 from acp_hermes_memory.values import value
@@ -90,7 +90,7 @@ def initialize_result(terminal_auth: bool) -> dict[str, Any]:
     }
 
 
-def new_session_result(session_id: str, choices: SessionChoices, settings: Settings) -> dict[str, Any]:
+def new_session_result(session_id: str, choices: SessionChoices, settings: StartingSettings) -> dict[str, Any]:
     """The answer to ``session/new``: the id, the modes and the options the session starts with."""
     return {"sessionId": session_id, **choices_state(choices, settings)}
 

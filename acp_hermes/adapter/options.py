@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
+from acp_hermes.config_base import THOUGHT_LEVELS, StartingSettings, ThoughtLevel
 from acp_hermes.core.choices import MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION, SessionChoices, models_offered
 from acp_hermes.permissions.modes import Mode
 
@@ -18,13 +18,13 @@ if TYPE_CHECKING:  # the slash-command code is not needed to answer session/new
     from acp_hermes.core.commands import MenuEntry
 
 
-def _thought_description(level: ThoughtLevel, settings: Settings) -> str:
+def _thought_description(level: ThoughtLevel, settings: StartingSettings) -> str:
     if level == "off":
         return "No extended thinking (fastest, cheapest)."
     return f"Extended thinking, up to {settings.thinking_budgets.get(level, 0):,} tokens per model call."
 
 
-def config_options(choices: SessionChoices, settings: Settings) -> list[dict[str, Any]]:
+def config_options(choices: SessionChoices, settings: StartingSettings) -> list[dict[str, Any]]:
     """The complete option list, in display priority order."""
     models = models_offered(choices, settings)
     return [
@@ -78,7 +78,7 @@ def session_modes(choices: SessionChoices) -> dict[str, Any]:
     }
 
 
-def choices_state(choices: SessionChoices, settings: Settings) -> dict[str, Any]:
+def choices_state(choices: SessionChoices, settings: StartingSettings) -> dict[str, Any]:
     """A session's modes and options, as ``session/new``, ``load``, ``resume`` and ``fork`` answer them."""
     return {"modes": session_modes(choices), "configOptions": config_options(choices, settings)}
 

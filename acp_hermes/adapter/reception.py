@@ -3,7 +3,8 @@
 Importing the SDK (its schema of ~280 pydantic models) and the handlers is most of what a start
 costs, and an editor's new thread waits for ``initialize`` and ``session/new``. So the reception,
 on the event loop, reads the first messages through the same transport (malformed input answered
-as ever) and answers those two itself, with the functions the handlers use (``adapter.handshake``),
+as ever) and answers those two itself, from what the process knows as it starts (``core.arrival``:
+nothing of pydantic's), with the functions the handlers use (``adapter.handshake``),
 when their params pass the checks below: at least as strict as the SDK's models, so every request
 it answers is one the SDK would accept and read the same way. At the first message it does not
 answer — any other method, a check it cannot make, an error to give — it stops reading: that
@@ -26,13 +27,16 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_hermes.adapter.handshake import Answered, initialize_result, new_session_result, workspace
 from acp_hermes.adapter.wire import StdioTransport, open_streams
-from acp_hermes.core.choices import new_session_choices
+from acp_hermes.core.arrival import Arrival
 from acp_hermes.core.errors import InvalidInput
-from acp_hermes.core.runtime import Runtime
+from acp_hermes_memory.values import value
+
+if TYPE_CHECKING:
+    from acp_hermes.core.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,18 @@ SWITCH_SECONDS = 0.00025
 PROTOCOL_VERSIONS = range(0, 65536)  # InitializeRequest.protocolVersion: ge=0, le=65535
 
 Reading = asyncio.Future[dict[str, Any] | None]
-Loading = asyncio.Future[ModuleType]
+
+
+@value
+class Loaded:
+    """The handlers' module, and the runtime they serve with (its settings validated by pydantic)."""
+
+    server: ModuleType
+    runtime: Runtime
+    config_error: str | None
+
+
+Loading = asyncio.Future[Loaded]
 
 
 def _plain_keys(params: dict[str, Any]) -> bool:
@@ -108,10 +123,9 @@ def workspace_of(params: Any) -> tuple[str, list[str] | None] | None:
 class Reception:
     """Answers ``initialize`` and ``session/new`` until the SDK has loaded or a message needs it."""
 
-    def __init__(self, transport: StdioTransport, runtime: Runtime, config_error: str | None) -> None:
+    def __init__(self, transport: StdioTransport, arrival: Arrival) -> None:
         self._transport = transport
-        self._runtime = runtime
-        self._config_error = config_error
+        self._arrival = arrival
         self.answered: list[Answered] = []
         # A client with a trust dialog of its own wants the workspace's standing in session/new's answer,
         # which means searching the workspace for what it carries: that answer is left to the handler.
@@ -173,9 +187,10 @@ class Reception:
             root, _ = workspace(*found)
         except InvalidInput:
             return None
-        if self._config_error is not None or not self._runtime.settings.has_api_key:
+        arrival = self._arrival
+        if arrival.config_error is not None or not arrival.settings.has_api_key:
             return None
-        opening, probing = self._runtime.db_opening, self._runtime.sandbox_probe
+        opening, probing = arrival.db_opening, arrival.sandbox_probe
         if opening is None:
             return None
         # Begun on threads at start-up: state.db must open (else the handler gives the error), and
@@ -186,18 +201,21 @@ class Reception:
         failures = [done.exception() for done in waiting]  # each retrieved: the handler says why
         if failures[0] is not None:  # state.db (a failed probe is tried again where it is needed)
             return None
-        from acp_hermes.core.trust import starting_settings
-
-        settings = starting_settings(self._runtime, root)  # a trusted project's model and thinking level
-        session_id, choices = str(uuid.uuid4()), new_session_choices(self._runtime, settings)
-        return Answered("session/new", params, new_session_result(session_id, choices, settings), (session_id, choices))
+        choices = arrival.new_session(root)
+        if choices is None:  # a trusted project's own settings: merged by the handler
+            return None
+        session_id = str(uuid.uuid4())
+        result = new_session_result(session_id, choices, arrival.settings)
+        return Answered("session/new", params, result, (session_id, choices))
 
 
 class _Loader:
-    """The SDK and the handlers, imported on a thread once ``start`` is called (any number of times)."""
+    """The SDK and the handlers imported, and the runtime built (``build``: the settings validated), on
+    a thread once ``start`` is called (any number of times)."""
 
-    def __init__(self, loaded: Callable[[], None]) -> None:
-        self.done: Future[ModuleType] = Future()
+    def __init__(self, build: Callable[[], tuple[Runtime, str | None]], loaded: Callable[[], None]) -> None:
+        self.done: Future[Loaded] = Future()
+        self._build = build
         self._loaded = loaded
         self._started = False
 
@@ -214,40 +232,43 @@ class _Loader:
             import_schema_lean()
             import acp.agent.connection  # noqa: F401  what serve builds on
 
-            from acp_hermes.adapter import server
+            from acp_hermes.adapter import server, wire
 
+            wire.use_fast_json()
+            runtime, config_error = self._build()
             self._loaded()
-            self.done.set_result(server)
+            self.done.set_result(Loaded(server, runtime, config_error))
         except BaseException as exc:  # raised again where the server waits for it
             self.done.set_exception(exc)
 
 
-async def serve_stdio(runtime: Runtime, config_error: str | None, protocol_fd: int, limit: int,
-                      loaded: Callable[[], None] = lambda: None) -> None:
-    """Serve ACP on stdin and ``protocol_fd`` until stdin closes. ``loaded`` runs on the loading
-    thread once the SDK and the handlers are imported."""
-    loader = _Loader(loaded)
+async def serve_stdio(arrival: Arrival, build: Callable[[], tuple[Runtime, str | None]], protocol_fd: int,
+                      limit: int, loaded: Callable[[], None] = lambda: None) -> None:
+    """Serve ACP on stdin and ``protocol_fd`` until stdin closes. ``build`` makes the runtime (and says
+    why the configuration cannot be used, if it cannot) on the loading thread, after the SDK and the
+    handlers are imported; ``loaded`` runs there last."""
+    loader = _Loader(build, loaded)
     loading = asyncio.wrap_future(loader.done)
     reader, writer = await open_streams(protocol_fd, limit)
     transport = StdioTransport(reader, writer)
-    reception = Reception(transport, runtime, config_error)
+    reception = Reception(transport, arrival)
     switching = sys.getswitchinterval()
     sys.setswitchinterval(min(switching, SWITCH_SECONDS))
     try:
         first = await reception.run(loading, loader.start)
         loader.start()
         await asyncio.wait({loading})  # not ``await loading``: a cancel would cancel the loading
-        server = loading.result()
+        done = loading.result()
     except asyncio.CancelledError:  # stopped by a signal: a session already announced is still stored
         if reception.answered:
             loader.start()
             await asyncio.wait({loading})
-            server = loading.result()
-            agent = server.HermesAgent(runtime, config_error)
-            await server.serve(agent, transport, reception.answered, listen=False)
+            done = loading.result()
+            agent = done.server.HermesAgent(done.runtime, done.config_error)
+            await done.server.serve(agent, transport, reception.answered, listen=False)
         raise
     finally:
         sys.setswitchinterval(switching)
     transport.hand_back(first)
-    await server.serve(server.HermesAgent(runtime, config_error), transport, reception.answered)
+    await done.server.serve(done.server.HermesAgent(done.runtime, done.config_error), transport, reception.answered)
 

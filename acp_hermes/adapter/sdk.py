@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp.agent.connection import AgentSideConnection
     from acp.connection import Connection
+    from acp.interfaces import Client
     from acp.router import MessageRouter
 
     from acp_hermes.adapter.wire import StdioTransport
@@ -71,8 +71,13 @@ def import_schema_lean() -> None:
         pydantic.RootModel.model_config = root_config
 
 
-def json_rpc_engine(conn: AgentSideConnection) -> Connection:
-    """The connection's JSON-RPC engine: raw requests and notifications as plain dicts."""
+def json_rpc_engine(conn: Client) -> Connection:
+    """The connection's JSON-RPC engine: raw requests and notifications as plain dicts. ``conn`` is
+    what the SDK hands the agent (``Agent.on_connect``): its ``AgentSideConnection``."""
+    from acp.agent.connection import AgentSideConnection
+
+    if not isinstance(conn, AgentSideConnection):  # an SDK change we must notice, not paper over
+        raise TypeError(f"unexpected ACP connection type {type(conn).__name__}")
     engine: Connection = conn._conn
     return engine
 
@@ -139,5 +144,11 @@ def observe_request(engine: Connection, method: str, observe: Callable[[Any], No
 
 async def handle_quietly(engine: Connection, method: str, params: Any) -> Any:
     """Run a request through the SDK's router — its model's validation, the observers above, the
-    handler — and return the result instead of writing it; its errors are raised."""
-    return await _router(engine)(method, params, False)
+    handler — and return the result, as the engine would write it, instead of writing it; its errors
+    are raised."""
+    from pydantic import BaseModel
+
+    result = await _router(engine)(method, params, False)
+    if isinstance(result, BaseModel):  # as Connection._execute_request serialises a handler's model
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    return result

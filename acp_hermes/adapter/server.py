@@ -1,9 +1,11 @@
 """The ACP handlers: decode requests, route them to sessions, encode answers.
 
-A plain class (not a subclass of ``acp.Agent``), so every method it does not define answers
-``-32601 Method not found`` instead of a silent success. Responses and notifications are
-plain JSON shaped exactly as the official schema (checked in the tests). Handlers raise the
-core's errors; ``errors.translated`` turns them into JSON-RPC errors.
+``HermesAgent`` implements the SDK's ``acp.interfaces.Agent`` protocol (mypy checks it where
+``serve`` hands it to the SDK) without subclassing it: the protocol's bodies are no-ops, so a method
+dropped here would answer a silent success instead of an error. Its answers are the SDK's response
+models; those built as JSON (``adapter.handshake``, ``adapter.options``) keep their bytes on the wire
+(``adapter.answers``). Notifications are plain JSON shaped exactly as the official schema (checked
+in the tests). Handlers raise the core's errors; ``errors.translated`` turns them into JSON-RPC errors.
 """
 
 from __future__ import annotations
@@ -15,11 +17,26 @@ import logging
 import weakref
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
+from acp.schema import (
+    AuthenticateResponse,
+    CloseSessionResponse,
+    PromptResponse,
+    SetSessionModeResponse,
+)
 
 from acp_hermes.adapter import extensions, rewind, steering, timeline, trust
+from acp_hermes.adapter.answers import (
+    ForkSessionAnswer,
+    InitializeAnswer,
+    ListSessionsAnswer,
+    LoadSessionAnswer,
+    NewSessionAnswer,
+    ResumeSessionAnswer,
+    SetConfigOptionAnswer,
+)
 from acp_hermes.adapter.client import (
     AIR_ASYNC_TASKS,
     AIR_FILE_CHANGE_REPORT,
@@ -67,8 +84,28 @@ from acp_hermes.core.sessions import NewSession, SessionManager, SessionWiring
 from acp_hermes.core.turn_report import TurnReport, watching
 
 if TYPE_CHECKING:
-    from acp.agent.connection import AgentSideConnection
     from acp.connection import Connection
+    from acp.interfaces import Client
+    from acp.schema import (
+        AcpMcpServer,
+        AudioContentBlock,
+        ClientCapabilities,
+        EmbeddedResourceContentBlock,
+        ForkSessionResponse,
+        HttpMcpServer,
+        ImageContentBlock,
+        Implementation,
+        InitializeResponse,
+        ListSessionsResponse,
+        LoadSessionResponse,
+        McpServerStdio,
+        NewSessionResponse,
+        ResourceContentBlock,
+        ResumeSessionResponse,
+        SetSessionConfigOptionResponse,
+        SseMcpServer,
+        TextContentBlock,
+    )
 
     from acp_hermes.adapter.wire import StdioTransport
     from acp_hermes.core.user_prompt import PromptPart
@@ -79,6 +116,9 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_SECONDS = 10.0  # for the last turns and titles to store what they have
 SKILLS_POLL_SECONDS = 3.0  # how soon an idle session's / menu shows a skill changed elsewhere
 FOLLOWS_THE_PARENT = "its mode, model and thinking follow its parent's; change them there"
+
+# The servers a session is given, as the SDK declares them.
+McpServers: TypeAlias = "list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] | None"
 
 
 class HermesAgent:
@@ -101,7 +141,7 @@ class HermesAgent:
 
     # -- plumbing
 
-    def on_connect(self, conn: AgentSideConnection) -> None:
+    def on_connect(self, conn: Client) -> None:
         engine = json_rpc_engine(conn)
         link = self._link = ClientLink(engine)
         # One view per session, shared by its sink, asker and editor; it lives as long as they do.
@@ -182,8 +222,8 @@ class HermesAgent:
         return auth_methods(self._terminal_auth)
 
     @translated
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
-                         **kwargs: Any) -> dict[str, Any]:
+    async def initialize(self, protocol_version: int, client_capabilities: ClientCapabilities | None = None,
+                         client_info: Implementation | None = None, **kwargs: Any) -> InitializeResponse:
         caps = _plain(client_capabilities)
         fs = _plain(caps.get("fs"))
         self._abilities = ClientAbilities(
@@ -200,7 +240,7 @@ class HermesAgent:
         self._terminal_auth = bool(_plain(caps.get("auth")).get("terminal"))
         name = getattr(client_info, "name", None) or "unknown client"
         log.info("initialize from %s (protocol %s): %s", name, protocol_version, self._abilities)
-        return initialize_result(self._terminal_auth)
+        return InitializeAnswer.of(initialize_result(self._terminal_auth))
 
     def _reload_settings(self) -> None:
         if (problem := home_problem(self._paths)) is not None:  # it would fail whatever came next
@@ -223,11 +263,11 @@ class HermesAgent:
                                self.auth_methods())
 
     @translated
-    async def authenticate(self, method_id: str, **kwargs: Any) -> dict[str, Any]:
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         if method_id not in (AUTH_METHOD_KEY, AUTH_METHOD_SETUP):
             raise InvalidInput(f"unknown auth method {method_id!r}")
         self._require_ready()
-        return {}
+        return AuthenticateResponse()
 
     # -- session lifecycle
 
@@ -275,7 +315,7 @@ class HermesAgent:
 
     @translated
     async def new_session(self, cwd: str, additional_directories: list[str] | None = None,
-                          mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+                          mcp_servers: McpServers = None, **kwargs: Any) -> NewSessionResponse:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         # The answer does not wait for the session: building it means reading SOUL.md, memory and
@@ -288,17 +328,17 @@ class HermesAgent:
         result = new_session_result(new.id, new.choices, starting_settings(self.runtime, root))
         if self._abilities.workspace_trust:
             result["_meta"] = await trust.session_meta(self.runtime, None, root)
-        return result
+        return NewSessionAnswer.of(result)
 
     @translated
-    async def load_session(self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None,
-                           additional_directories: list[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: McpServers = None,
+                           additional_directories: list[str] | None = None, **kwargs: Any) -> LoadSessionResponse:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         # The manager reads the rows once, off the event loop, for both the history and the replay.
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers),
                                                 show=self._replay)
-        return await self._session_state(session)
+        return LoadSessionAnswer.of(await self._session_state(session))
 
     async def _replay(self, session: Session, rows: Sequence[MessageRecord]) -> None:
         """What session/load shows of a restored session before anything else: its history, its title."""
@@ -309,16 +349,16 @@ class HermesAgent:
             await self.link.update(session.id, {"sessionUpdate": "session_info_update", "title": session.title})
 
     @translated
-    async def resume_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
-                             mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def resume_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
+                             mcp_servers: McpServers = None, **kwargs: Any) -> ResumeSessionResponse:
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
         session, _ = await self.manager.restore(session_id, root, extra, mcp_servers=specs_from_acp(mcp_servers))
-        return await self._session_state(session)
+        return ResumeSessionAnswer.of(await self._session_state(session))
 
     @translated
-    async def fork_session(self, cwd: str, session_id: str, additional_directories: list[str] | None = None,
-                           mcp_servers: list[Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def fork_session(self, session_id: str, cwd: str, additional_directories: list[str] | None = None,
+                           mcp_servers: McpServers = None, **kwargs: Any) -> ForkSessionResponse:
         at = timeline.fork_point(_FORK_PARAMS.get() or {})  # the SDK's model drops messageId: read the raw params
         root, extra = workspace(cwd, additional_directories)
         self._require_ready()
@@ -334,12 +374,12 @@ class HermesAgent:
                   **timeline.fork_meta(forked.rollback)}
         if self._abilities.workspace_trust:
             result.setdefault("_meta", {}).update(await trust.session_meta(self.runtime, None, root))
-        return result
+        return ForkSessionAnswer.of(result)
 
     @translated
-    async def close_session(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         await self.manager.close(session_id)
-        return {}
+        return CloseSessionResponse()
 
     @translated
     async def delete_session(self, session_id: str) -> dict[str, Any]:
@@ -347,7 +387,8 @@ class HermesAgent:
         return {}
 
     @translated
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> dict[str, Any]:
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None,
+                            **kwargs: Any) -> ListSessionsResponse:
         if cwd is not None:
             no_nul(cwd, "cwd")
             if not Path(cwd).is_absolute():
@@ -363,7 +404,7 @@ class HermesAgent:
         result: dict[str, Any] = {"sessions": [session_info(record) for record in records]}
         if next_cursor:
             result["nextCursor"] = next_cursor
-        return result
+        return ListSessionsAnswer.of(result)
 
     # -- choices
 
@@ -377,32 +418,35 @@ class HermesAgent:
                                                 "currentModeId": session.choices.mode.value})
 
     @translated
-    async def set_config_option(self, config_id: str, session_id: str, value: Any, **kwargs: Any) -> dict[str, Any]:
+    async def set_config_option(self, config_id: str, session_id: str, value: str | bool,
+                                **kwargs: Any) -> SetSessionConfigOptionResponse:
         session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(config_id, value)
         if config_id == MODE_OPTION:
             self.spawn(self.link.update(session.id, {"sessionUpdate": "current_mode_update",
                                                      "currentModeId": session.choices.mode.value}))
-        return {"configOptions": config_options(session.choices, session.services.settings)}
+        return SetConfigOptionAnswer.of({"configOptions": config_options(session.choices, session.services.settings)})
 
     @translated
-    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> dict[str, Any]:
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         session = await self._session(session_id, FOLLOWS_THE_PARENT)
         session.set_choice(MODE_OPTION, mode_id)
         options = config_options(session.choices, session.services.settings)
         self.spawn(self.link.update(session.id, {"sessionUpdate": "config_option_update", "configOptions": options}))
-        return {}
+        return SetSessionModeResponse()
 
     # -- turns
 
     @translated
-    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> dict[str, Any]:
+    async def prompt(self, session_id: str,
+                     prompt: list[TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock
+                                  | EmbeddedResourceContentBlock], **kwargs: Any) -> PromptResponse:
         session = await self._session(session_id, "it takes no prompts; prompt its parent")
         blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in prompt]
         return await self._run_prompt(session, blocks, _PROMPT_MESSAGE_ID.get(), _FILE_REPORT.get())
 
     async def _run_prompt(self, session: Session, blocks: list[dict[str, Any]],
-                          message_id: str | None, file_report: str | None = None) -> dict[str, Any]:
+                          message_id: str | None, file_report: str | None = None) -> PromptResponse:
         """A prompt's blocks run as a prompt (``session/prompt``, an edited prompt): its answer."""
         for number, block in enumerate(blocks):
             uri = block.get("uri") or (block.get("resource") or {}).get("uri")
@@ -431,7 +475,7 @@ class HermesAgent:
             from acp import RequestError
 
             raise RequestError(*quota_exceeded(report.exceeded))
-        return {"stopReason": handled.stop_reason}
+        return PromptResponse(stop_reason=handled.stop_reason)
 
     @translated
     async def read_quotas(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -454,7 +498,7 @@ class HermesAgent:
         return result
 
     @translated
-    async def edit_prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def edit_prompt(self, params: dict[str, Any]) -> PromptResponse:
         """``session/edit_prompt`` (Session Rewind v2): back to just before that prompt, then the edited
         prompt runs as a new turn under the same id; answered as ``session/prompt`` is."""
         session = await self._session(rewind.session_id_of(params), "it takes no prompts; prompt its parent")
@@ -484,6 +528,11 @@ class HermesAgent:
         if method == rewind.POINTS_METHOD:
             return await rewind.points(session, params)
         return await rewind.rewind_to(session, params)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Extension notifications (the name without its leading ``_``): acp-hermes defines none, and
+        a notification gets no answer, so an unknown one is ignored, as the protocol asks."""
+        log.debug("extension notification _%s ignored", method)
 
     async def _stop_task(self, session: Session, params: dict[str, Any]) -> dict[str, Any]:
         """AIR's ``_session/async_task/stop {sessionId, asyncTaskId}``: ``{stopped}``, false for a task
@@ -604,7 +653,7 @@ async def serve(agent: HermesAgent, transport: StdioTransport, answered: Sequenc
     from acp.agent.connection import AgentSideConnection
 
     transport.on_eof = agent.client_gone
-    connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)  # type: ignore[arg-type]
+    connection = AgentSideConnection(agent, transport, listening=False, use_unstable_protocol=True)
     try:
         await agent.adopt(json_rpc_engine(connection), answered)
         if listen:

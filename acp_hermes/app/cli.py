@@ -15,11 +15,14 @@ if TYPE_CHECKING:
     import argparse
     from concurrent.futures import Future
 
-    from acp_hermes.config import Paths, Settings
+    from acp_hermes.config import Settings
+    from acp_hermes.config_base import Paths, StartingSettings
+    from acp_hermes.core.runtime import Runtime
     from acp_hermes_memory.session_db import SessionDB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 STDIO_LIMIT = 50 * 1024 * 1024
+GC_AFTER_LOAD_SECONDS = 5.0  # the cyclic GC stays off this long after the SDK loaded, unless the warm-up ends first
 # Said on stderr when stdin is a terminal. The server still serves (it reads JSON-RPC typed or pasted
 # there, which is how some try it out), but a newcomer learns what it is and how to leave.
 TERMINAL_HINT = ("acp-hermes: this is an Agent Client Protocol server: editors start it and talk JSON-RPC on "
@@ -237,45 +240,63 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
     # GC has nothing to find in it, yet its collections during the imports cost ~40 ms.
     gc.disable()
     import logging
+    import threading
 
     from acp_hermes.adapter.wire import claim_stdout
     from acp_hermes.app.logs import configure_logging
-    from acp_hermes.config import ConfigError, Settings, home_problem, load_settings, paths_from_env, trust_from_env
+    from acp_hermes.config_base import early_settings, home_problem, paths_from_env, trust_from_env
+    from acp_hermes.core.arrival import Arrival
 
     protocol_fd = claim_stdout()
     if sys.stdin is not None and sys.stdin.isatty():  # a person, not an editor: editors always give a pipe
         print(TERMINAL_HINT, file=sys.stderr, flush=True)
     paths = paths_from_env()
-    settings: Settings | None
-    try:
-        settings = load_settings(paths=paths)
-        error = None
-    except ConfigError as exc:
-        settings, error = None, str(exc)
-    configure_logging(paths, log_level or (settings.log_level if settings else "INFO"))
+    # Known without pydantic when the environment and a plain config file set them (config_base): the
+    # settings are then validated on the loading thread, after session/new is answered.
+    early = early_settings(os.environ, paths)
+    validated = _validated_settings(paths) if early is None else None
+    starting: StartingSettings = early or _usable(validated)
+    configure_logging(paths, log_level or starting.log_level)
     log = logging.getLogger("acp_hermes")
-    problem = home_problem(paths) or error  # an unusable HERMES_HOME is what the config error comes from
+    problem = home_problem(paths) or (validated[1] if validated else None)  # an unusable HERMES_HOME first
     if problem:
         log.error("configuration error: %s", problem)
     log.info("acp-hermes %s serving ACP on stdio (pid %d, HERMES_HOME=%s)", __version__, os.getpid(), paths.home)
-    db_opening = _open_state_db_early(paths)
-    sandbox_probe = _probe_sandbox_early(settings)
+    everything = trust or trust_from_env()
+    arrival = Arrival(paths, starting, problem, _open_state_db_early(paths), _probe_sandbox_early(starting),
+                      trust_everything=everything)
 
     import asyncio
 
     from acp_hermes.adapter.reception import serve_stdio
-    from acp_hermes.core.runtime import Runtime
 
-    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+    def collect() -> None:  # the model SDK is in too (or it is not coming soon): collect from now on
         gc.freeze()  # later collections need not walk all that again
         gc.enable()
 
-    runtime = Runtime(settings or Settings(), paths, db_opening=db_opening, sandbox_probe=sandbox_probe,
-                      trust_everything=trust or trust_from_env())
+    def build() -> tuple[Runtime, str | None]:  # on the loading thread, once the SDK is imported
+        from acp_hermes.core.runtime import Runtime
+
+        settings, error = validated or _validated_settings(paths)
+        if early is not None and error is not None:  # the file changed since start-up
+            log.error("configuration error: %s", error)
+        runtime = Runtime(_usable((settings, error)), paths, db_opening=arrival.db_opening,
+                          sandbox_probe=arrival.sandbox_probe, trust_everything=everything, warmed=collect)
+        return runtime, problem or error
+
+    def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
+        gc.freeze()
+        # The model SDK's import (~1,000 modules) comes next, for the first prompt: without collections
+        # during it the first chunk comes ~40 ms of CPU sooner. A server that opens no session collects
+        # after a few seconds all the same.
+        fallback = threading.Timer(GC_AFTER_LOAD_SECONDS, collect)
+        fallback.daemon = True
+        fallback.start()
+
     try:
         # Not anyio.run: anyio's primitives work the same in asyncio's own loop, and its asyncio
         # backend (~17 ms of imports) then loads after session/new instead of before initialize.
-        serving = serve_stdio(runtime, problem, protocol_fd, STDIO_LIMIT, loaded)
+        serving = serve_stdio(arrival, build, protocol_fd, STDIO_LIMIT, loaded)
         signalled = asyncio.run(_serve_until_signalled(serving))
     except KeyboardInterrupt:
         return 130
@@ -284,6 +305,24 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
         return 128 + signalled  # what a shell reports for a process that signal ended
     log.info("stdin closed; exiting")
     return 0
+
+
+def _validated_settings(paths: Paths) -> tuple[Settings | None, str | None]:
+    """The settings, validated (pydantic), or None and why they cannot be used."""
+    from acp_hermes.config import ConfigError, load_settings
+
+    try:
+        return load_settings(paths=paths), None
+    except ConfigError as exc:
+        return None, str(exc)
+
+
+def _usable(validated: tuple[Settings | None, str | None] | None) -> Settings:
+    """The validated settings, or the defaults when they could not be used (session/new then says why)."""
+    from acp_hermes.config import Settings
+
+    settings = validated[0] if validated else None
+    return settings if settings is not None else Settings()
 
 
 async def _serve_until_signalled(serving: Coroutine[Any, Any, None]) -> int | None:
@@ -352,7 +391,7 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
     return opening
 
 
-def _probe_sandbox_early(settings: Settings | None) -> Future[None]:
+def _probe_sandbox_early(settings: StartingSettings) -> Future[None]:
     """Try the OS sandbox on a thread while the ACP SDK is imported.
 
     Whether ``bypass`` is offered is part of the ``session/new`` answer, and it depends on whether
@@ -368,7 +407,7 @@ def _probe_sandbox_early(settings: Settings | None) -> Future[None]:
         try:
             from acp_hermes_tools.sandbox import detect
 
-            if settings is None or settings.sandbox != "off":
+            if settings.sandbox != "off":
                 detect()
             probing.set_result(None)
         except BaseException as exc:  # tried again where it is needed

@@ -9,7 +9,7 @@ import warnings
 from io import TextIOWrapper
 from pathlib import Path
 
-from acp_hermes.config import Paths
+from acp_hermes.config_base import Paths
 from acp_hermes_memory.fs import private_directory, private_file
 
 LOG_FILE_NAME = "acp-hermes.log"

@@ -6,12 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_hermes.config import THOUGHT_LEVELS, Settings, ThoughtLevel
+from acp_hermes.config_base import THOUGHT_LEVELS, StartingSettings, ThoughtLevel
 from acp_hermes.core.errors import InvalidInput, ModeUnavailable
 from acp_hermes.permissions.modes import MODE_DESCRIPTIONS, UNSANDBOXED_BYPASS, Mode
 
 if TYPE_CHECKING:
     from acp_hermes.core.runtime import Runtime
+    from acp_hermes_tools.sandbox import SandboxStatus
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
@@ -48,22 +49,30 @@ class SessionChoices:
         return config
 
 
-def new_session_choices(runtime: Runtime, settings: Settings | None = None) -> SessionChoices:
+def new_session_choices(runtime: Runtime, settings: StartingSettings | None = None) -> SessionChoices:
     """What a new session starts with: known before it is built and stored, and before the ACP SDK
     is loaded (``SessionManager.new_choices``, and the adapter's reception answering ``session/new``).
     ``settings``: the new session's (a trusted project's merged over the user's: ``core.trust``)."""
-    settings = settings or runtime.settings
-    return allowed_choices(runtime, SessionChoices(mode=settings.default_mode, model=settings.model,
-                                                   thought_level=settings.thought_level))
+    return allowed_choices(runtime, starting_choices(settings or runtime.settings))
+
+
+def starting_choices(settings: StartingSettings) -> SessionChoices:
+    """The mode, model and thinking level ``settings`` start a session with, before what the machine allows."""
+    return SessionChoices(mode=settings.default_mode, model=settings.model, thought_level=settings.thought_level)
 
 
 def allowed_choices(runtime: Runtime, choices: SessionChoices) -> SessionChoices:
     """``choices`` as this machine and the user's own config allow them: ``bypass`` only where a
     sandbox holds commands, or where ``allow_unsandboxed_bypass`` accepts every command running
     with the user's rights, unasked."""
-    sandbox = runtime.sandbox
-    allowed = sandbox.available or runtime.settings.allow_unsandboxed_bypass
-    why = "" if allowed else bypass_refusal(sandbox.detail, runtime.paths.config_file)
+    return allowed_here(choices, runtime.sandbox, runtime.settings.allow_unsandboxed_bypass, runtime.paths.config_file)
+
+
+def allowed_here(choices: SessionChoices, sandbox: SandboxStatus, allow_unsandboxed_bypass: bool,
+                 config_file: Path) -> SessionChoices:
+    """``choices`` as ``sandbox`` and the user's ``allow_unsandboxed_bypass`` (in ``config_file``) allow them."""
+    allowed = sandbox.available or allow_unsandboxed_bypass
+    why = "" if allowed else bypass_refusal(sandbox.detail, config_file)
     return withhold_bypass(choices, why, unsandboxed=not sandbox.available)
 
 
@@ -78,7 +87,7 @@ def stored_budget(config: dict[str, Any]) -> dict[str, float | None]:
             and (value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0))}
 
 
-def models_offered(choices: SessionChoices, settings: Settings) -> list[str]:
+def models_offered(choices: SessionChoices, settings: StartingSettings) -> list[str]:
     """The session's model first, then the configured ones, without duplicates."""
     return list(dict.fromkeys([choices.model, *settings.model_choices]))
 
@@ -102,7 +111,7 @@ def withhold_bypass(choices: SessionChoices, why: str, *, unsandboxed: bool) -> 
     return choices
 
 
-def apply_choice(choices: SessionChoices, settings: Settings, option_id: str, value: Any) -> None:
+def apply_choice(choices: SessionChoices, settings: StartingSettings, option_id: str, value: Any) -> None:
     """Validate and apply one option; raises InvalidInput naming what is wrong."""
     if not isinstance(value, str):
         raise InvalidInput(f"option {option_id!r} takes a string value, not {type(value).__name__}")

@@ -143,7 +143,8 @@ async def rollback(state: SessionState, services: SessionServices, number: int, 
             await card.ctx.authorize_restore([*(FileChange(root / f.path, None, None) for f in chosen),
                                               *(FileChange(s.path, None, None) for s in skills_chosen)],
                                              _allow_label(len(chosen), rewind, len(skills_chosen)), display,
-                                             requested=requested)
+                                             requested=requested, replaces_own_edits=any(
+                                                 f.edited for f in chosen) or any(s.edited for s in skills_chosen))
         except PermissionDenied as refused:
             await checkpoints.abandon()
             kept = _notes(command, files, chosen, rewind=rewind, can_rewind=can_rewind, undo=None, skills_left=left)

@@ -12,6 +12,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ class Runtime:
     db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
     sandbox_probe: Future[None] | None = None  # the OS sandbox being tried on a thread since start-up
     trust_everything: bool = False  # --trust / ACP_HERMES_TRUST: every workspace trusted (headless use)
+    warmed: Callable[[], None] = lambda: None  # the warm-up's first step is done (the server's GC starts then)
     _provider: AnthropicProvider | None = None
     _registry: ToolRegistry | None = None
     _db: SessionDB | None = None
@@ -89,12 +91,9 @@ class Runtime:
         """Whether commands run in an OS sandbox here, as the settings have it. Trying bubblewrap takes
         tens of milliseconds, so it starts with the process (``sandbox_probe``); ``session/new`` needs
         the answer (whether ``bypass`` is offered) and waits for it only if it is still running."""
-        if self.sandbox_probe is not None:
-            with contextlib.suppress(Exception):  # it failed on its thread: tried again just below
-                self.sandbox_probe.result()
         from acp_hermes_tools.sandbox import sandbox_status
 
-        return sandbox_status(self.settings.sandbox != "off")
+        return sandbox_status(self.settings.sandbox != "off", self.sandbox_probe)
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -248,6 +247,7 @@ class Runtime:
 
         log.debug("warm-up: model client, tools and loop ready after %.0f ms (%.0f ms CPU on this thread)",
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
+        self.warmed()
         provider.responding.wait(TOOL_WARM_UP_DELAY)
         began, cpu = time.perf_counter(), time.thread_time()
         import acp_hermes.permissions.shell.analysis  # noqa: F401

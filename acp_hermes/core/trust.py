@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from acp_hermes.core.runtime import Runtime
     from acp_hermes.core.state import SessionState
     from acp_hermes.permissions.gate import PermissionGate, PermissionOption, PermissionQuestion
-    from acp_hermes_memory.trust_store import Repository
+    from acp_hermes_memory.trust_store import Repository, TrustEntry
     from acp_hermes_tools.mcp.servers import McpServers
     from acp_hermes_tools.mcp.specs import McpServerSpec
 
@@ -256,19 +256,23 @@ def open_trust(runtime: Runtime, workspace: Path, extra: tuple[Path, ...] = ()) 
 
     repository = repository_of(workspace, Path.home())
     entry = None if repository.home else runtime.trust_store.entry(repository.root)
-    standing: Standing
-    if runtime.trust_everything:
-        standing, source = "trusted", HEADLESS
-    elif entry is not None:
-        standing, source = ("trusted" if entry.trusted else "untrusted"), REMEMBERED
-    elif not runtime.settings.trust.ask:
-        standing, source = "trusted", CONFIG
-    else:
-        standing, source = "undecided", ""
+    standing, source = standing_of(entry, everything=runtime.trust_everything, ask=runtime.settings.trust.ask)
     trust = WorkspaceTrust(runtime, workspace, extra, repository, standing, source,
                            approved=entry.servers if entry is not None else (), approve_all=runtime.trust_everything)
     trust.read()
     return trust
+
+
+def standing_of(entry: TrustEntry | None, *, everything: bool, ask: bool) -> tuple[Standing, str]:
+    """A workspace's standing and why, from the user's remembered ``entry`` for its repository,
+    ``--trust`` (``everything``) and the config's ``trust.ask``."""
+    if everything:
+        return "trusted", HEADLESS
+    if entry is not None:
+        return ("trusted" if entry.trusted else "untrusted"), REMEMBERED
+    if not ask:
+        return "trusted", CONFIG
+    return "undecided", ""
 
 
 def starting_settings(runtime: Runtime, workspace: Path) -> Settings:

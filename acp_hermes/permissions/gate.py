@@ -211,12 +211,13 @@ class PermissionGate:
 
     async def _ask(self, ctx: ToolContext, title: str, kind: ToolKind, display: tuple[Display, ...],
                    offer: GrantOffer | None, choices: Choices) -> str:
-        options = [PermissionOption(ALLOW_ONCE, choices.allow)]
+        allow = [PermissionOption(ALLOW_ONCE, choices.allow)]
+        reject = [PermissionOption(REJECT_ONCE, choices.reject)]
         if offer is not None:
-            options.append(PermissionOption(ALLOW_ALWAYS, offer.allow_label))
-        options.append(PermissionOption(REJECT_ONCE, choices.reject))
-        if offer is not None:
-            options.append(PermissionOption(REJECT_ALWAYS, offer.reject_label))
+            allow.append(PermissionOption(ALLOW_ALWAYS, offer.allow_label))
+            reject.append(PermissionOption(REJECT_ALWAYS, offer.reject_label))
+        # Clients preselect the first option (Toad, avante: Enter takes it): never one that replaces the user's work.
+        options = [*reject, *allow] if choices.reject_first else [*allow, *reject]
         choice = await self.asker.ask(PermissionQuestion(ctx.call_id, title, kind, display, tuple(options)))
         if choice == CANCELLED or any(choice == option.option_id for option in options):
             return choice

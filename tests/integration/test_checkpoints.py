@@ -259,7 +259,9 @@ async def test_only_the_users_own_edits_left_is_nothing_to_restore_unless_includ
 
         await agent.prompt(sid, "/rollback 1 --include-edited")  # asked for by name: the question says so
         [question] = rollback_questions(client)
-        assert [o["name"] for o in question["options"]] == ["Restore 2 files", "Keep things as they are"]
+        # What clients preselect (the first option) keeps the user's own work.
+        assert [(o["kind"], o["name"]) for o in question["options"]] == [
+            ("reject_once", "Keep things as they are"), ("allow_once", "Restore 2 files")]
         assert "Your own later changes to `a.txt`, `new.txt` are replaced too" in question_text(question)
         check_tool_calls(agent, sid)
     assert (ws / "a.txt").read_text() == "one\n" and not (ws / "new.txt").exists()

@@ -115,11 +115,15 @@ class Served:
         found: dict[str, Any] = self.agent.messages[self.lines[number]]
         return found
 
-    def before_the_sdk(self, number: int) -> bool:
-        """Whether the server had not imported the SDK's schema when it wrote this answer (judged by
-        what it had traced on stderr by the time the line arrived: that can only be more)."""
+    def imported_before(self, number: int) -> set[str]:
+        """What the server had imported when it wrote this answer (judged by what it had traced on
+        stderr by the time the line arrived: that can only be more)."""
         traced = self.agent.stderr_path.read_bytes()[: self.agent.stderr_sizes[self.lines[number]]]
-        return "acp.schema" not in imported_modules(traced.decode("utf-8", errors="replace"))
+        return imported_modules(traced.decode("utf-8", errors="replace"))
+
+    def before_the_sdk(self, number: int) -> bool:
+        """Whether the server had not imported the SDK's schema when it wrote this answer."""
+        return "acp.schema" not in self.imported_before(number)
 
 
 async def _answers(agent: RawAgent, ids: list[int]) -> list[int]:
@@ -194,6 +198,62 @@ async def test_the_early_answers_are_the_bytes_the_handlers_send(tmp_path: Path)
     assert all(early.before_the_sdk(n) for n in range(4))
     assert early.answers == handlers.answers
     assert [m["id"] for m in early.message(0)["result"]["authMethods"]] == ["anthropic-api-key", "acp-hermes-setup"]
+
+
+def _setups_config(home: Path) -> None:
+    write_config(home, "api_key: sk-ant-saved-by-setup-0123456789\nmodel: claude-opus-9\n")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("prepare", "env", "model"), [
+    (lambda home: None, API_KEY, "claude-sonnet-5-5"),
+    (_setups_config, {}, "claude-opus-9"),
+    (_setups_config, {**API_KEY, "HERMES_MODEL": "claude-haiku-9"}, "claude-haiku-9"),
+], ids=["no config file", "the file setup writes", "the environment over it"])
+async def test_session_new_waits_for_no_settings_model(tmp_path: Path, prepare: Callable[[Path], None],
+                                                       env: dict[str, str], model: str) -> None:
+    """Importing pydantic and building the settings' models is most of a start: where the environment
+    and a config file of setup's keys set everything, session/new is answered before either."""
+    workspace = tmp_path / "workspace"
+
+    def both(home: Path) -> None:
+        workspace.mkdir(exist_ok=True)
+        prepare(home)
+
+    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
+    early, handlers = await _both_ways(tmp_path, messages, env, both)
+    assert early.answers == handlers.answers
+    assert {"pydantic", "acp_hermes.config"}.isdisjoint(early.imported_before(1))
+    assert early.message(1)["result"]["configOptions"][1]["currentValue"] == model
+
+
+def _thinking_config(home: Path) -> None:
+    write_config(home, "thought_level: high\nmodels: [claude-opus-9]\n")
+
+
+def _trusted_project_model(home: Path) -> None:
+    project = home.parent / "workspace" / ".hermes"
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "config.yaml").write_text("model: claude-project-9\n", encoding="utf-8")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("prepare", "env", "option", "value"), [
+    (_thinking_config, API_KEY, 2, "high"),
+    (_trusted_project_model, {**API_KEY, "ACP_HERMES_TRUST": "1"}, 1, "claude-project-9"),
+], ids=["a config beyond setup's keys", "a trusted project's own model"])
+async def test_settings_only_pydantic_reads_are_in_the_first_answer(
+        tmp_path: Path, prepare: Callable[[Path], None], env: dict[str, str], option: int, value: str) -> None:
+    workspace = tmp_path / "workspace"
+
+    def both(home: Path) -> None:
+        workspace.mkdir(exist_ok=True)
+        prepare(home)
+
+    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
+    early, handlers = await _both_ways(tmp_path, messages, env, both)
+    assert early.answers == handlers.answers
+    assert early.message(1)["result"]["configOptions"][option]["currentValue"] == value
 
 
 @pytest.mark.anyio

@@ -7,7 +7,7 @@ TYPE_CHECKING), so a lazy import cannot sneak past. The rules:
   are installed (and imported) as ``acp_hermes_memory`` and ``acp_hermes_tools``: nothing generic
   lands in site-packages.
 * Inside ``acp_hermes`` the subpackages are layers: app → adapter → core → model → config →
-  permissions (``testing`` sits beside permissions, for the app's demo). A module imports its own
+  config_base → permissions (``testing`` sits beside permissions, for the app's demo). A module imports its own
   subpackage and lower layers only.
 * The ACP SDK (``acp``) is imported by the adapter alone, the ``anthropic`` SDK by the model
   provider alone, the MCP SDK (``mcp``, ``mcp_types``) by ``tools.mcp`` alone.
@@ -32,12 +32,13 @@ from tests.support import REPO_ROOT
 PACKAGES = {"acp_hermes": "acp_hermes", "acp_hermes_tools": "tools", "acp_hermes_memory": "memory"}
 TOOLS, MEMORY = "acp_hermes_tools", "acp_hermes_memory"
 LAYERS = {  # acp_hermes subpackage (or top-level module) → rank; higher imports lower
-    "__main__": 7,
-    "app": 6,
-    "adapter": 5,
-    "core": 4,
-    "model": 3,
-    "config": 2,
+    "__main__": 8,
+    "app": 7,
+    "adapter": 6,
+    "core": 5,
+    "model": 4,
+    "config": 3,
+    "config_base": 2,  # what of the configuration needs no pydantic: start-up reads it first
     "permissions": 1,
     "testing": 1,
     "__init__": 0,

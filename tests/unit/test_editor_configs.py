@@ -323,7 +323,7 @@ async def test_initialize_offers_auth_methods_the_registry_accepts(tmp_path: Pat
                                                                    capabilities: dict[str, object]) -> None:
     agent = HermesAgent(Runtime(Settings(), Paths(tmp_path)))
     answer = await agent.initialize(protocol_version=1, client_capabilities=capabilities)
-    methods = answer["authMethods"]
+    methods = answer.model_dump(mode="json", by_alias=True)["authMethods"]  # as the SDK writes it
     assert methods and all(method.get("type", "agent") in {"agent", "terminal"} for method in methods)
     assert all(registry_auth_type(method) in {"agent", "terminal"} for method in methods)
     terminal = [method for method in methods if method.get("type") == "terminal"]

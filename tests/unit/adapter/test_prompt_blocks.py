@@ -11,6 +11,7 @@ from acp import RequestError
 from acp.schema import (
     EmbeddedResourceContentBlock,
     ImageContentBlock,
+    PromptResponse,
     ResourceContentBlock,
     TextContentBlock,
     TextResourceContents,
@@ -174,5 +175,5 @@ async def test_clean_blocks_reach_the_session_as_parts(agent_and_session: tuple[
         TextContentBlock(type="text", text="text may hold \0 bytes"),
         ResourceContentBlock(type="resource_link", uri="file:///w/a.py", name="a.py"),
     ]
-    assert await agent.prompt("s1", blocks) == {"stopReason": "end_turn"}
+    assert await agent.prompt("s1", blocks) == PromptResponse(stop_reason="end_turn")
     assert session.prompts == [[TextPart("text may hold \0 bytes"), LinkPart("file:///w/a.py", "a.py")]]

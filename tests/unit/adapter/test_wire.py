@@ -331,3 +331,15 @@ async def test_a_response_too_deep_without_an_id_is_dropped() -> None:
     transport, writer = transport_over(b'{"result":' + nested(MAX_NESTING + 5) + b"}\n")
     assert await transport.receive() is None
     assert writer.writes == []
+
+
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "id": 0, "result": {"text": "naïve — ✓ 🐍 \u2028 \\ \" \n\t", "n": [1, -2, 0], "ok": True,
+                                           "none": None, "nested": {"a": {"b": []}}}},
+    {"jsonrpc": "2.0", "id": "x", "error": {"code": -32602, "message": "\x00\x1f control"}},
+], ids=["unicode and nesting", "control characters"])
+def test_the_standard_library_writes_the_bytes_pydantic_core_writes(message: dict[str, Any]) -> None:
+    """Answers written before the SDK has loaded use ``json``; later ones pydantic_core: the same bytes."""
+    from pydantic_core import to_json
+
+    assert wire._plain_json(message) == to_json(message)

@@ -243,6 +243,14 @@ async def test_a_restore_asks_one_question_restore_or_keep(setup: Setup, answer:
     assert asker(requested).questions == []
 
 
+async def test_a_restore_over_the_users_own_edits_offers_keeping_them_first(setup: Setup) -> None:
+    gate = setup.gate("default", "allow_once")
+    restore = Restore((FileChange(setup.workspace / "a", None, None),), "Restore 1 file", (), replaces_own_edits=True)
+    await gate.authorize(setup.context(gate), restore)
+    [question] = asker(gate).questions
+    assert [o.option_id for o in question.options] == ["reject_once", "allow_once"]
+
+
 async def test_always_allowing_edits_covers_the_workspace_for_this_session_only(setup: Setup) -> None:
     gate = setup.gate("default", "allow_always", "allow_once")
     assert await attempt(setup, gate, "edit:WS/a.py") == "asked"
