@@ -16,7 +16,10 @@ group with ``SIGKILL``: the program and everything it started that stayed in the
 unnoticed either way: a launcher that finds its parent already gone before it asked for the signal
 exits at once.
 
-Otherwise it stays out of the way: it waits for the program and ends the way it ended — its exit
+Otherwise it stays out of the way: the program gets exactly the environment the launcher was started
+with (not Python's own, which adds ``LC_CTYPE`` where the locale is C: a sandboxed command's bubblewrap
+must start with the allowlisted variables alone) and the descriptors it was passed; it waits for the
+program and ends the way it ended — its exit
 code, or the same signal (so whoever waits for the launcher sees what it would have seen of the
 program); it ignores ``SIGTERM`` and ``SIGINT`` so that a stop sent to the group (stdin closed, then
 ``SIGTERM``, then ``SIGKILL``) reaches the program as it would without it. The program gets the
@@ -69,11 +72,22 @@ def _become_program(launcher: int, executable: str, program_argv: list[str]) -> 
         _die_with_parent(signal.SIGKILL)
         if os.getppid() != launcher:
             os._exit(1)
-        os.execv(executable, program_argv)
+        os.execve(executable, program_argv, _given_environment())
     except OSError as error:
         sys.stderr.write(f"acp-hermes: could not start {executable}: {error.strerror}\n")
     finally:
         os._exit(NOT_STARTED)
+
+
+def _given_environment() -> dict[bytes, bytes] | os._Environ[str]:
+    """The environment this process was started with, as it was: the kernel keeps it in
+    ``/proc/self/environ`` (inherited through the fork), whatever Python set at its start-up."""
+    try:
+        with open("/proc/self/environ", "rb") as given:
+            block = given.read()
+    except OSError:
+        return os.environ
+    return dict(item.split(b"=", 1) for item in block.split(b"\0") if b"=" in item)
 
 
 def _end_as(status: int) -> int:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ import anyio.abc
 from acp_hermes_memory.fs import delete_exactly, write_text_exactly
 from acp_hermes_tools.contracts import CommandObserver, CommandOutcome, CommandRequest
 from acp_hermes_tools.process_trees import HeldGroup
+from acp_hermes_tools.spawn import Launch
 
 if TYPE_CHECKING:
     from acp_hermes_tools.sandbox import Confinement
@@ -56,9 +58,21 @@ class LocalEditor:
         await anyio.to_thread.run_sync(delete_exactly, path)
 
     def argv(self, command: str, confinement: Confinement | None) -> list[str]:
-        """How the shell runs ``command``, inside the sandbox when it is confined."""
+        """How the shell runs ``command`` when someone else starts it (an editor's terminal), inside the
+        sandbox when it is confined."""
         argv = [self._shell, "-c", command]
         return confinement.wrap(argv) if confinement is not None else argv
+
+    @contextlib.contextmanager
+    def launch(self, command: str, confinement: Confinement | None) -> Iterator[Launch]:
+        """How the shell runs ``command`` when this process starts it: spawn it inside the block. Confined,
+        bubblewrap is started directly (``Confinement.launch``): nothing execs in front of it."""
+        argv = [self._shell, "-c", command]
+        if confinement is None:
+            yield Launch(tuple(argv))
+            return
+        with confinement.launch(argv) as launch:
+            yield launch
 
     def start_detached(
         self, command: str, cwd: Path, log_path: Path, confinement: Confinement | None = None, *,
@@ -67,9 +81,11 @@ class LocalEditor:
         """Start ``command`` in a process group of its own, under the launcher (on Linux): it and its
         group end when the agent does, even on ``kill -9``. Call it on the event loop's thread: the
         launcher's tie to the agent is to the thread that starts it (see ``launched``)."""
-        with open(log_path, "wb") as log_file:
+        with self.launch(command, confinement) as launch, open(log_path, "wb") as log_file:
             process = subprocess.Popen(
-                launched(self.argv(command, confinement)),
+                launched(list(launch.argv)),
+                env=launch.env,  # the launcher hands the program exactly this (see there)
+                pass_fds=launch.pass_fds,
                 cwd=cwd,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=log_file,
@@ -89,14 +105,17 @@ class LocalEditor:
         # Shielded: a cancel while it starts would kill the shell alone and leave what it already started
         # running; once it is open, the cancel arrives below and the whole group is stopped.
         with anyio.CancelScope(shield=True):
-            process = await anyio.open_process(
-                self.argv(request.command, request.confinement),
-                cwd=request.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            with self.launch(request.command, request.confinement) as launch:
+                process = await anyio.open_process(
+                    launch.argv,
+                    env=launch.env,
+                    pass_fds=launch.pass_fds,
+                    cwd=request.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         timed_out = False
         try:
             with anyio.move_on_after(request.timeout) as deadline:

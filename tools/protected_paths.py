@@ -31,8 +31,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from acp_hermes_memory.fs import private_directory
@@ -111,28 +110,39 @@ def protected_reason(path: Path, roots: tuple[Path, ...], home: Path) -> str | N
     return None
 
 
-# A folder's listing as last read, by path: its identity and times then, its (name, is directory) pairs.
-Listings = dict[str, tuple[tuple[int, int, int], tuple[tuple[str, bool], ...]]]
-_SETTLED_NS = 2_000_000_000  # a folder changed this recently may change again within its timestamp's grain
+_SETTLED_NS = 2_000_000_000  # a file changed this recently may change again within its timestamp's grain
+_Stamp = tuple[int, int, int, int]  # a file's inode, size, and change and modification times
+
+
+class Listings:
+    """What one session's scans read, kept between them, each with the identity and times of what it came
+    from: a folder's listing as the scan needs it (the protected names in it, the folders to look through),
+    and what each ``.git`` makes git read (``_git_dependencies``)."""
+
+    def __init__(self) -> None:
+        self.folders: dict[str, tuple[_Stamp, tuple[str, ...], tuple[str, ...]]] = {}
+        self.git: dict[str, tuple[tuple[tuple[Path, bool], ...], tuple[_Stamp | None, ...], tuple[Path, ...]]] = {}
 
 
 def scan(roots: tuple[Path, ...], home: Path, listings: Listings | None = None) -> Protection:
     """The protected entries under ``roots`` now (blocking I/O: call it off the event loop).
 
-    ``listings`` keeps each folder's listing between scans of one session: a folder whose
-    identity and times are unchanged (and not so recent that a change could hide in the same
-    timestamp) is not read again, so a scan of an unchanged workspace costs one ``stat`` per folder.
+    ``listings`` keeps what was read between scans of one session: a folder or file whose identity
+    and times are unchanged (and not so recent that a change could hide in the same timestamp) is
+    not read again, so a scan of an unchanged workspace costs one ``stat`` per folder and a few per
+    repository.
     """
+    listings = Listings() if listings is None else listings
     found: dict[Path, Entry] = {}
     read_only: dict[Path, None] = {}
-    for path in _named_entries(roots, {} if listings is None else listings):
+    for path in _named_entries(roots, listings):
         entry = _entry(path)
         if entry is None:
             continue
         found[path] = entry
         read_only[path] = None
         if path.name.lower() == ".git":
-            for extra in _git_dependencies(path):
+            for extra in _git_dependencies(path, listings):
                 if extra.exists() and is_within(extra, roots) and not any(is_within(extra, (p,)) for p in read_only):
                     read_only[extra] = None
     if is_within(home, roots):
@@ -156,39 +166,66 @@ def _named_entries(roots: tuple[Path, ...], listings: Listings) -> Iterator[Path
     """Entries with a mandatory name within ``MAX_DEPTH`` levels of each root (symlinks not followed)."""
     visited = 0
     now = time.time_ns()
-    queue: deque[tuple[str, int]] = deque((str(root), 0) for root in roots)
-    while queue:
-        directory, depth = queue.popleft()
-        visited += 1
-        if visited > MAX_DIRECTORIES:
-            log.warning("sandbox: stopped looking for protected files after %d directories", MAX_DIRECTORIES)
-            return
-        children = _listing(directory, listings, now)
-        for name, is_directory in children:
-            lowered = name.lower()
-            if lowered in MANDATORY_NAMES:
+    level = [str(root) for root in roots]
+    for _ in range(MAX_DEPTH + 1):  # breadth first, a level at a time: the roots, then MAX_DEPTH levels below
+        below: list[str] = []
+        for directory in level:
+            visited += 1
+            if visited > MAX_DIRECTORIES:
+                log.warning("sandbox: stopped looking for protected files after %d directories", MAX_DIRECTORIES)
+                return
+            _, protected, folders = _listing(directory, listings, now)
+            for name in protected:
                 yield Path(directory, name)
-            elif is_directory and depth < MAX_DEPTH and lowered not in _SKIPPED_DIRS:
-                queue.append((os.path.join(directory, name), depth + 1))
+            below += folders
+        level = below
 
 
-def _listing(directory: str, listings: Listings, now: int) -> tuple[tuple[str, bool], ...]:
+_UNREADABLE: tuple[_Stamp, tuple[str, ...], tuple[str, ...]] = ((0, 0, 0, 0), (), ())
+
+
+def _listing(directory: str, listings: Listings, now: int) -> tuple[_Stamp, tuple[str, ...], tuple[str, ...]]:
+    """``directory``'s stamp, the protected names in it and the paths of the folders in it to look through,
+    in listing order (the hot path of a scan: one ``stat`` when the folder is unchanged)."""
     try:
         status = os.stat(directory, follow_symlinks=False)
     except OSError:
-        listings.pop(directory, None)
-        return ()
-    stamp = (status.st_ino, status.st_mtime_ns, status.st_ctime_ns)
-    cached = listings.get(directory)
-    if cached is not None and cached[0] == stamp and now - max(stamp[1:]) > _SETTLED_NS:
-        return cached[1]
+        listings.folders.pop(directory, None)
+        return _UNREADABLE
+    stamp = (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+    cached = listings.folders.get(directory)
+    if cached is not None and cached[0] == stamp and now - max(stamp[2], stamp[3]) > _SETTLED_NS:
+        return cached
+    protected: list[str] = []
+    folders: list[str] = []
     try:
         with os.scandir(directory) as found:
-            children = tuple((child.name, _is_directory(child)) for child in found)
+            for child in found:
+                lowered = child.name.lower()
+                if lowered in MANDATORY_NAMES:
+                    protected.append(child.name)
+                elif lowered not in _SKIPPED_DIRS and _is_directory(child):
+                    folders.append(child.path)
     except OSError:
-        return ()
-    listings[directory] = (stamp, children)
-    return children
+        return _UNREADABLE
+    listing = (stamp, tuple(protected), tuple(folders))
+    listings.folders[directory] = listing
+    return listing
+
+
+def _stamp_of(status: os.stat_result) -> _Stamp:
+    return status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns
+
+
+def _settled(stamp: _Stamp | None, now: int) -> bool:
+    return stamp is None or now - max(stamp[2], stamp[3]) > _SETTLED_NS
+
+
+def _stamp(path: Path, follow: bool) -> _Stamp | None:
+    try:
+        return _stamp_of(os.stat(path, follow_symlinks=follow))
+    except OSError:
+        return None
 
 
 def _is_directory(entry: os.DirEntry[str]) -> bool:
@@ -209,9 +246,30 @@ def _home_dot_entries(home: Path) -> list[Path]:
         return []
 
 
-def _git_dependencies(dot_git: Path) -> list[Path]:
+def _git_dependencies(dot_git: Path, listings: Listings) -> tuple[Path, ...]:
     """What else a ``.git`` makes git read: the directory a pointer file names, its common
-    directory, and the hooks directory the configuration sets (``core.hooksPath``, e.g. ``.husky``)."""
+    directory, and the hooks directory the configuration sets (``core.hooksPath``, e.g. ``.husky``).
+    Worked out again only when a file it came from changed (``listings``: each is stamped before it is read)."""
+    now = time.time_ns()
+    cached = listings.git.get(str(dot_git))
+    if cached is not None and all(_settled(stamp, now) for stamp in cached[1]) \
+            and tuple(_stamp(path, follow) for path, follow in cached[0]) == cached[1]:
+        return cached[2]
+    read = [(dot_git, False), (dot_git, True)]
+    stamps = [_stamp(dot_git, False), _stamp(dot_git, True)]
+
+    def reading(path: Path) -> Path:
+        read.append((path, True))
+        stamps.append(_stamp(path, True))
+        return path
+
+    extra = tuple(_git_reads(dot_git, reading))
+    listings.git[str(dot_git)] = (tuple(read), tuple(stamps), extra)
+    return extra
+
+
+def _git_reads(dot_git: Path, reading: Callable[[Path], Path]) -> list[Path]:
+    """``_git_dependencies`` worked out, each file it reads named to ``reading`` first."""
     gitdir = dot_git
     extra: list[Path] = []
     if dot_git.is_file() and not dot_git.is_symlink():
@@ -222,11 +280,11 @@ def _git_dependencies(dot_git: Path) -> list[Path]:
         extra.append(gitdir)
     common = gitdir
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        named = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+        named = reading(gitdir / "commondir").read_text(encoding="utf-8").strip()
         if named:
             common = Path(os.path.normpath(gitdir / named))
             extra.append(common)
-    hooks = (git_config_keys(common / "config") or {}).get("core.hookspath")
+    hooks = (git_config_keys(reading(common / "config")) or {}).get("core.hookspath")
     if hooks:
         work_tree = dot_git.parent
         extra.append(Path(os.path.normpath(work_tree / os.path.expanduser(hooks))))

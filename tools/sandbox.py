@@ -22,6 +22,12 @@ a sandbox the kernel enforces. On Linux (and WSL2) that is bubblewrap, set up in
    own process is the sandbox's pid 1, whose environment every command can read): no tokens, no
    socket addresses.
 
+Two ways to start it, the same sandbox: ``Confinement.launch`` for a process the agent spawns itself
+(bubblewrap exec'd directly with only the allowlisted environment, the filter handed over as an
+inherited descriptor: nothing in front of it), and ``Confinement.wrap`` for a command line someone
+else starts (an editor's terminal: only an argv crosses, so ``env -i`` and a one-line shell that
+opens the filter go in front).
+
 The start-up probe checks from inside that the capability set is empty, the filter loaded and
 ``/proc`` read-only; where it is not, there is no sandbox and the user is told. On macOS, ``sandbox-exec`` with a
 Seatbelt profile does the same with rules: writes only in the roots (never to the protected
@@ -43,7 +49,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +60,7 @@ from acp_hermes_tools import temp_dirs
 from acp_hermes_tools.command_env import command_environment
 from acp_hermes_tools.protected_paths import MANDATORY_NAMES, Listings, Protection, Quarantined, audit, scan
 from acp_hermes_tools.seccomp import LAUNCHER, filter_file
+from acp_hermes_tools.spawn import Launch
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +95,11 @@ class Sandbox(Protocol):
     def name(self) -> str: ...
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
-        """The command line that runs ``argv`` inside the sandbox ``profile`` describes."""
+        """The command line that runs ``argv`` inside the sandbox ``profile`` describes, whoever starts it."""
+        ...
+
+    def launch(self, argv: list[str], profile: SandboxProfile, seccomp_fd: int | None) -> Launch:
+        """``argv`` inside the sandbox, for a spawn of the agent's own (``seccomp_fd``: the filter, opened)."""
         ...
 
 
@@ -99,6 +110,24 @@ class Bubblewrap:
     disable_userns: bool = True  # bubblewrap 0.8 and later
 
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
+        # Bubblewrap's own process stays in the sandbox as its pid 1, with the environment bubblewrap was
+        # started with, readable in /proc/1/environ: so bubblewrap itself starts with the command's
+        # environment only (``env -i``), whoever spawns it (an editor's terminal gets only this argv).
+        clean = [_ENV, "-i", *(f"{name}={text}" for name, text in _variables(profile))]
+        if profile.seccomp is None:
+            return [*clean, *self._arguments(profile), "--", *argv]
+        return [*clean, "/bin/sh", "-c", LAUNCHER, "sh", str(profile.seccomp), *self._arguments(profile),
+                "--seccomp", "3", "--", *argv]
+
+    def launch(self, argv: list[str], profile: SandboxProfile, seccomp_fd: int | None) -> Launch:
+        # The same sandbox as ``wrap`` with no exec in front: bubblewrap gets the allowlisted environment
+        # from the spawn itself, and the filter as a descriptor the spawn passes on (any number will do).
+        seccomp = ["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []
+        return Launch((*self._arguments(profile), *seccomp, "--", *argv), dict(_variables(profile)),
+                      (seccomp_fd,) if seccomp_fd is not None else ())
+
+    def _arguments(self, profile: SandboxProfile) -> list[str]:
+        """Bubblewrap and its options for ``profile``, all but the filter."""
         args = [
             self.executable, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
             "--unshare-user", *(["--disable-userns"] if self.disable_userns else []), *_unprivileged_ids(),
@@ -121,13 +150,7 @@ class Bubblewrap:
                 args += ["--ro-bind", "/dev/null", str(path)]
         if not profile.network:
             args.append("--unshare-net")
-        # Bubblewrap's own process stays in the sandbox as its pid 1, with the environment bubblewrap was
-        # started with, readable in /proc/1/environ: so bubblewrap itself starts with the command's
-        # environment only (``env -i``), whoever spawns it (a subprocess of ours, an editor's terminal).
-        clean = [_ENV, "-i", *(f"{name}={text}" for name, text in _variables(profile))]
-        if profile.seccomp is None:
-            return [*clean, *args, "--", *argv]
-        return [*clean, "/bin/sh", "-c", LAUNCHER, "sh", str(profile.seccomp), *args, "--seccomp", "3", "--", *argv]
+        return args
 
 
 _ENV = "/usr/bin/env"
@@ -162,6 +185,9 @@ class Seatbelt:
     def wrap(self, argv: list[str], profile: SandboxProfile) -> list[str]:
         variables = [f"{name}={text}" for name, text in _variables(profile)]
         return [_ENV, "-i", *variables, self.executable, "-p", seatbelt_profile(profile), "--", *argv]
+
+    def launch(self, argv: list[str], profile: SandboxProfile, seccomp_fd: int | None) -> Launch:
+        return Launch((self.executable, "-p", seatbelt_profile(profile), "--", *argv), dict(_variables(profile)))
 
 
 def seatbelt_profile(profile: SandboxProfile) -> str:
@@ -287,7 +313,20 @@ class Confinement:
     protection: Protection = NO_PROTECTION
 
     def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` confined, as one command line anyone can start (an editor's terminal)."""
         return self.sandbox.wrap(argv, self.profile)
+
+    @contextlib.contextmanager
+    def launch(self, argv: list[str]) -> Iterator[Launch]:
+        """``argv`` confined, for a spawn of the agent's own inside this block: the filter is opened here
+        (close-on-exec, so only the spawn that is passed it inherits it) and closed when the block ends."""
+        seccomp = self.profile.seccomp
+        descriptor = os.open(seccomp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW) if seccomp is not None else None
+        try:
+            yield self.sandbox.launch(argv, self.profile, descriptor)
+        finally:
+            if descriptor is not None:
+                os.close(descriptor)
 
 
 class SessionSandbox:
@@ -308,7 +347,7 @@ class SessionSandbox:
         self._scratch: Path | None = None
         self._pending: list[Quarantined] = []  # moved after a background command, not yet reported
         self._lock = threading.Lock()  # the folder listings and the pending list, shared by worker threads
-        self._listings: Listings = {}
+        self._listings = Listings()
 
     @property
     def status(self) -> SandboxStatus:

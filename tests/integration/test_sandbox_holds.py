@@ -478,6 +478,7 @@ async def test_the_agents_environment_and_the_hosts_kernel_and_sockets_stay_outs
         monkeypatch.setenv(name, text)
     fake_anthropic.script(
         terminal(LOOK_AROUND, "toolu_environ"),
+        terminal("echo fds: $(ls /proc/self/fd)", "toolu_fds"),
         terminal(OPEN_KNOBS, "toolu_knobs"),
         terminal(python("import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); "
                         f"a.sendto(b'FORGED', '{log_path}'); print('sent')"), "toolu_log"),
@@ -495,6 +496,8 @@ async def test_the_agents_environment_and_the_hosts_kernel_and_sockets_stay_outs
     assert "== /proc/1/environ" in seen  # bubblewrap's own process, readable: it holds nothing of ours
     for text in (*secrets.values(), api_key, "HERMES_HOME"):
         assert text not in seen, text
+    # Nothing of the agent's open files either: the filter's descriptor was read and closed by bubblewrap.
+    assert "fds: 0 1 2 3" in tool_result(fake_anthropic, "toolu_fds")[0]  # ls's own directory is the 3
     knobs = tool_result(fake_anthropic, "toolu_knobs")[0]
     assert "opened 0 []" in knobs and "uid 0 " not in knobs, knobs  # root outside is nobody inside
     assert "sent" not in tool_result(fake_anthropic, "toolu_log")[0]

@@ -6,7 +6,9 @@ unprivileged user (``setpriv``), so the same sandbox is checked from both sides.
     python -m tests.support.sandbox_probe '{"workspace": …, "home": …, "hermes": …, "commands": [...]}'
 
 Optional keys: ``environ`` (what the session's allowlist is built from), ``process_environ`` (added to
-this process's own environment, as the agent's secrets are), ``network``.
+this process's own environment, as the agent's secrets are), ``network``, ``launch`` (``direct``, the
+default: spawned as ``LocalEditor.run_command`` spawns it; ``terminal``: the command line an editor's
+terminal is given, started with this process's environment).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
+    from acp_hermes_tools.local_io import LocalEditor
     from acp_hermes_tools.sandbox import SessionSandbox, hidden_paths
 
     home, workspace = Path(spec["home"]), Path(spec["workspace"])
@@ -32,11 +35,17 @@ def main() -> int:
         print(json.dumps({"unavailable": sandbox.status.detail}))
         return 0
     results = []
-    process_environ = {**os.environ, **spec.get("process_environ", {})}  # the agent's own, secrets and all
+    os.environ.update(spec.get("process_environ", {}))  # the agent's own environment, secrets and all
+    editor = LocalEditor(shell="/bin/sh")
     for command in spec["commands"]:
         confinement = sandbox.confinement(network=bool(spec.get("network")))
-        done = subprocess.run(confinement.wrap(["/bin/sh", "-c", command]), cwd=workspace, capture_output=True,
-                              text=True, timeout=60, check=False, env=process_environ)
+        if spec.get("launch", "direct") == "terminal":  # the one command line an editor's terminal is given
+            done = subprocess.run(editor.argv(command, confinement), cwd=workspace, capture_output=True, text=True,
+                                  timeout=60, check=False)
+        else:  # as the agent spawns it itself (LocalEditor.run_command)
+            with editor.launch(command, confinement) as launch:
+                done = subprocess.run(launch.argv, env=launch.env, pass_fds=launch.pass_fds, cwd=workspace,
+                                      capture_output=True, text=True, timeout=60, check=False)
         moved = [str(item.path) for item in sandbox.audit(confinement)]
         results.append({"code": done.returncode, "out": done.stdout, "err": done.stderr, "moved": moved})
     sandbox.discard()

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from acp_hermes_tools import protected_paths
 from acp_hermes_tools.protected_paths import (
     MAX_DEPTH,
+    Listings,
     audit,
     git_config_keys,
     git_pointer,
@@ -70,6 +72,30 @@ def test_the_scan_finds_every_git_and_mandatory_name_and_what_they_point_at(plac
     assert worktree_gitdir not in read_only  # already inside a read-only .git
     assert deep / ".envrc" not in read_only and workspace / "node_modules" / "pkg" / ".git" not in read_only
     assert {entry.path for entry in protection.entries} >= {workspace / ".git", workspace / ".envrc"}
+
+
+@needs_git
+def test_what_a_session_keeps_between_scans_never_hides_a_change(places: tuple[Path, Path, Path],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace, home, _ = places
+    # What was read is trusted at once while its stamp holds (normally only two seconds after its last
+    # change), so a change the stamps did not catch would be missed here.
+    monkeypatch.setattr(protected_paths, "_SETTLED_NS", -1)
+    git("init", "-q", ".", cwd=workspace)
+    (workspace / "src" / "deep").mkdir(parents=True)
+    listings = Listings()
+    for _ in range(2):  # read, then kept
+        assert set(scan((workspace,), home, listings).read_only) == {workspace / ".git"}
+    (workspace / "src" / "deep" / ".envrc").write_text("x\n")
+    os.utime(workspace / "src" / "deep", ns=(1, 1))  # its times move on, whatever the clock's grain
+    git("config", "core.hooksPath", ".husky", cwd=workspace)  # git's own configuration, rewritten
+    (workspace / ".husky").mkdir()
+    assert set(scan((workspace,), home, listings).read_only) == {
+        workspace / ".git", workspace / "src" / "deep" / ".envrc", workspace / ".husky"}
+    with (workspace / ".git" / "config").open("a") as config:  # edited in place: the same file grows
+        config.write("[core]\n\thooksPath = .githooks\n")
+    (workspace / ".githooks").mkdir()
+    assert workspace / ".githooks" in scan((workspace,), home, listings).read_only
 
 
 def test_a_home_folder_inside_the_workspace_keeps_every_dot_entry(places: tuple[Path, Path, Path]) -> None:

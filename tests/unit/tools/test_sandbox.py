@@ -112,6 +112,36 @@ async def test_the_tool_context_runs_a_sandboxed_permit_confined(sandbox: Sessio
     assert outcome.sandboxed and outcome.exit_code != 0 and not (layout["outside"] / "escaped.txt").exists()
 
 
+# What a command sees of bubblewrap (the sandbox's pid 1: its environment) and of its own open files.
+LOOK_INSIDE = "tr '\\0' '\\n' < /proc/1/environ; echo fds: $(ls /proc/self/fd)"
+
+
+@needs_sandbox
+@pytest.mark.anyio
+async def test_a_command_the_agent_spawns_starts_bubblewrap_with_the_allowlist_and_no_open_file(
+    layout: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_agent_secret")  # the agent's own environment
+    for name in ("LANG", "LC_ALL", "LC_CTYPE"):  # no locale: the launcher's Python would add LC_CTYPE to its own
+        monkeypatch.delenv(name, raising=False)
+    sandbox = SessionSandbox(
+        enabled=True, writable=(layout["workspace"],), hidden=hidden_paths(layout["home"], layout["hermes"]),
+        network_allowed=False, session_id="direct", environ={"PATH": "/usr/bin:/bin", "HOME": str(layout["home"])},
+    )
+    expected = {"PATH", "HOME", "TMPDIR", "XDG_CACHE_HOME"}  # the allowlist, the private temp dir and cache
+    editor = LocalEditor(shell="/bin/sh")
+    foreground = await editor.run_command(
+        CommandRequest(LOOK_INSIDE, layout["workspace"], 30, confinement=sandbox.confinement(network=False)), _Quiet())
+    log = tmp_path / "job.log"
+    job = editor.start_detached(LOOK_INSIDE, layout["workspace"], log, sandbox.confinement(network=False))
+    assert job.wait(timeout=30) == 0
+    for seen in (foreground.output, log.read_text()):  # a command and a background job (under the launcher)
+        lines = seen.splitlines()
+        assert {line.split("=", 1)[0] for line in lines[:-1]} == expected, seen
+        assert lines[-1] == "fds: 0 1 2 3", seen  # ls's own directory is the 3: the filter's was closed
+    sandbox.discard()
+
+
 class _Quiet:
     async def on_terminal(self, terminal_id: str) -> None: ...
 
