@@ -154,7 +154,7 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bo
     # The curation pass tends skills alone: the review's tools but those that keep notes (memory).
     registry = target.registry.where(lambda tool: tool.reviewed and not (curate and tool.saves == "notes"))
     sink = _ReviewSink(target, "Curation" if curate else "Review")
-    gate = _ReviewGate(target)
+    gate = _ReviewGate(target, sink, author)
 
     def make_context(call_id: str, title: str, call_sink: ToolEventSink) -> ToolContext:
         return ToolContext(call_id=call_id, scope=scope, editor=target.editor, gate=gate, sink=call_sink,
@@ -166,9 +166,8 @@ async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bo
     settings = replace(target.settings, max_iterations=MAX_REVIEW_CALLS, thinking_budget=None)
     prompt = UserPrompt((Text(instruction),), instruction, (TextPart(instruction),))
     result = await loop.run_turn(TurnInput(prompt), settings)
-    target.proposals.extend(gate.held_proposals(sink.started, sink.prefix, author))
     log.info("background %s ended (%s, %d model calls, %d held)", author, result.stop_reason, result.model_calls,
-             len(gate.held))
+             gate.held)
     return result.usage, result.model_calls
 
 
@@ -242,9 +241,11 @@ class _ReviewSink:
 class _ReviewGate:
     """The review's gate: only its own stores, as the session's mode allows (see the module doc)."""
 
-    def __init__(self, target: ReviewTarget) -> None:
+    def __init__(self, target: ReviewTarget, sink: _ReviewSink, author: str) -> None:
         self._target = target
-        self.held: list[str] = []  # call ids of writes held as proposals
+        self._sink = sink
+        self._author = author
+        self.held = 0  # writes held as proposals
 
     async def authorize(self, ctx: ToolContext, request: Request) -> Permit:
         if not isinstance(request, State):
@@ -253,13 +254,13 @@ class _ReviewGate:
         if mode is Mode.PLAN:
             raise PermissionDenied("Plan mode: a background review writes nothing.")
         if mode is Mode.DEFAULT:
-            self.held.append(ctx.call_id)
+            started = self._sink.started.get(ctx.call_id)
+            if started is not None:  # offered at the user's next prompt, even one sent while the review goes on
+                self.held += 1
+                self._target.proposals.append(Proposal(started.name, dict(started.raw_input or {}),
+                                                       started.title.removeprefix(self._sink.prefix), self._author))
             raise PermissionDenied(HELD, HELD_SHOWN)
         return Permit()
-
-    def held_proposals(self, started: dict[str, ToolCallStarted], prefix: str, author: str) -> list[Proposal]:
-        return [Proposal(started[i].name, dict(started[i].raw_input or {}), started[i].title.removeprefix(prefix),
-                         author) for i in self.held if i in started]
 
 
 async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, sink: EventSink,

@@ -161,6 +161,39 @@ async def test_in_default_mode_a_reviews_write_waits_for_the_users_next_prompt(
     assert session.services.proposals == []
 
 
+class HeldAfterItsWrite(FakeProvider):
+    """Holds a review's request after its first (the one that answers its write) until ``release`` is set."""
+
+    release: anyio.Event
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if MEMORY_REVIEW in str(request.messages) and MEMORY_REVIEW not in str(request.messages[-1]):
+            await self.release.wait()
+        async for event in super().stream(request):
+            yield event
+
+
+async def test_a_held_write_is_offered_at_the_next_prompt_while_its_review_goes_on(env: Env) -> None:
+    provider = HeldAfterItsWrite()
+    provider.release = anyio.Event()
+    env.runtime._provider = provider  # type: ignore[assignment]
+    env.provider = provider
+    session, spawner = await reviewing_session(env, "default")
+    await two_turns(env, session)
+    provider.script(REMEMBER, text("Held."))
+    asker = Answering("allow_once")
+    session.services.gate.asker = asker
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: spawner.jobs[0])
+        await anyio.wait_all_tasks_blocked()  # the write was held; the review waits for its next reply
+        provider.replies.appendleft(text("three"))
+        with anyio.fail_after(5):
+            assert await session.prompt([TextPart("turn 2")]) == "end_turn"
+        assert [q.title.startswith("Proposed by a review: ") for q in asker.questions] == [True]
+        provider.release.set()
+    assert "Prefers tabs" in (env.runtime.paths.memories / "USER.md").read_text()
+
+
 async def test_reviews_that_overlap_both_finish_and_close_cancels_them(env: Env) -> None:
     session, spawner = await reviewing_session(env, "accept-edits")
     session.services.nudges = Nudges(memory_interval=1, skill_interval=0)
