@@ -1,0 +1,36 @@
+"""The warm-up says when the model SDK is in: the server turns its cyclic GC on then (``app.cli.serve``)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from acp_hermes.config import Paths, Settings
+from acp_hermes.core.runtime import Runtime
+
+
+class _Provider:
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+        self.responding = threading.Event()
+        self.responding.set()  # the first response's output was handled: the second step goes on at once
+
+    def prepare(self) -> None:
+        self.seen.append("model client")
+
+
+class _Registry:
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+
+    def prepare(self) -> None:
+        self.seen.append("validators")
+
+
+def test_the_warm_up_says_when_its_first_step_is_done(tmp_path: Path) -> None:
+    seen: list[str] = []
+    runtime = Runtime(Settings(sandbox="off"), Paths(tmp_path), warmed=lambda: seen.append("warmed"))
+    runtime._provider = _Provider(seen)  # type: ignore[assignment]
+    runtime._registry = _Registry(seen)  # type: ignore[assignment]
+    runtime.warm_up()
+    assert seen == ["model client", "warmed", "validators"]
