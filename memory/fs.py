@@ -20,9 +20,9 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +243,35 @@ def set_aside_unreadable(path: Path, format_name: str) -> Path:
     os.replace(path, kept)
     log.warning("%s was not valid %s; kept it as %s and started a new one", path, format_name, kept)
     return kept
+
+
+class MappingFile:
+    """A small store file of one mapping (JSON, YAML) that every process reads and writes: an unreadable
+    one counts as empty; before a write (``keep_unreadable``) it is moved aside so a hand-edited file
+    with a typo is not lost, and on a read the log says once what is ignored (``ignored``)."""
+
+    def __init__(self, path: Path, format_name: str, parse: Callable[[str], Any], ignored: str) -> None:
+        self.path = path
+        self._format_name = format_name
+        self._parse = parse  # raises ValueError on text that is not the format
+        self._ignored = ignored
+        self._warned = False
+
+    def read(self, *, keep_unreadable: bool = False) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        try:
+            data = self._parse(text)
+        except ValueError:
+            if keep_unreadable:
+                set_aside_unreadable(self.path, self._format_name)
+            elif not self._warned:
+                self._warned = True
+                log.warning("%s is not valid %s; %s", self.path, self._format_name, self._ignored)
+            return {}
+        return data if isinstance(data, dict) else {}
 
 
 def lock_path_for(path: Path) -> Path:

@@ -15,16 +15,13 @@ The file::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for, set_aside_unreadable
+from acp_hermes_memory.fs import MappingFile, atomic_write_text, exclusive_lock, lock_path_for
 from acp_hermes_memory.values import value
-
-log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600  # which commands a user trusts where is nobody else's business
 
@@ -37,10 +34,22 @@ class ProjectGrants:
     reject: frozenset[str] = frozenset()
 
 
+def _yaml(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
+
+
 @dataclass
 class GrantStore:
     path: Path
-    _unreadable_logged: bool = field(default=False, repr=False)
+    _file: MappingFile = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._file = MappingFile(self.path, "YAML", _yaml, "ignoring remembered command grants")
 
     def project(self, project: Path) -> ProjectGrants:
         entry = self._read().get(str(project))
@@ -56,7 +65,7 @@ class GrantStore:
 
         keys = tuple(keys)
         with exclusive_lock(lock_path_for(self.path)):
-            data = self._read_document(keep_unreadable=True)
+            data = self._file.read(keep_unreadable=True)
             projects = data.setdefault("projects", {})
             current = _project_grants(projects.get(str(project)))
             allowed, rejected = set(current.allow), set(current.reject)
@@ -67,28 +76,8 @@ class GrantStore:
         return ProjectGrants(frozenset(allowed), frozenset(rejected))
 
     def _read(self) -> dict[str, Any]:
-        projects = self._read_document().get("projects")
+        projects = self._file.read().get("projects")
         return projects if isinstance(projects, dict) else {}
-
-    def _read_document(self, *, keep_unreadable: bool = False) -> dict[str, Any]:
-        """The file's YAML document; an unreadable one counts as empty and, before a write
-        (``keep_unreadable``), is moved aside so a hand-edited file with a typo is not lost."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        import yaml
-
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError:
-            if keep_unreadable:
-                set_aside_unreadable(self.path, "YAML")
-            elif not self._unreadable_logged:
-                self._unreadable_logged = True
-                log.warning("%s is not valid YAML; ignoring remembered command grants", self.path)
-            return {}
-        return data if isinstance(data, dict) else {}
 
 
 def _project_grants(entry: Any) -> ProjectGrants:

@@ -22,17 +22,14 @@ Calls block on the file and its lock: async code runs them on a worker thread. T
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for, set_aside_unreadable
+from acp_hermes_memory.fs import MappingFile, atomic_write_text, exclusive_lock, lock_path_for
 from acp_hermes_memory.values import value
-
-log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600
 VERSION = 1
@@ -102,7 +99,7 @@ class TrustStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._unreadable_logged = False
+        self._file = MappingFile(path, "JSON", json.loads, "no workspace is trusted by it")
 
     def entry(self, root: Path) -> TrustEntry | None:
         """The decision kept for the repository at ``root``, if any."""
@@ -151,7 +148,7 @@ class TrustStore:
 
     def _change(self, change: Any) -> None:
         with exclusive_lock(lock_path_for(self.path)):
-            document = self._document(keep_unreadable=True)
+            document = self._file.read(keep_unreadable=True)
             repositories = document.get("repositories")
             if not isinstance(repositories, dict):
                 repositories = {}
@@ -160,26 +157,8 @@ class TrustStore:
             atomic_write_text(self.path, text + "\n", mode=FILE_MODE, private=True)
 
     def _repositories(self) -> dict[str, Any]:
-        repositories = self._document().get("repositories")
+        repositories = self._file.read().get("repositories")
         return repositories if isinstance(repositories, dict) else {}
-
-    def _document(self, *, keep_unreadable: bool = False) -> dict[str, Any]:
-        """The file's JSON object; an unreadable one counts as empty and, before a write
-        (``keep_unreadable``), is moved aside so a hand-edited file with a typo is not lost."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        try:
-            data = json.loads(text)
-        except ValueError:
-            if keep_unreadable:
-                set_aside_unreadable(self.path, "JSON")
-            elif not self._unreadable_logged:
-                self._unreadable_logged = True
-                log.warning("%s is not valid JSON; no workspace is trusted by it", self.path)
-            return {}
-        return data if isinstance(data, dict) else {}
 
 
 def _entry(raw: Any) -> TrustEntry | None:
