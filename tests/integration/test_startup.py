@@ -164,6 +164,20 @@ async def _both_ways(tmp_path: Path, messages: list[dict[str, Any]], env: dict[s
 INITIALIZE = _request(0, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
 
 
+async def _new_session_both_ways(tmp_path: Path, env: dict[str, str],
+                                 prepare: Callable[[Path], None]) -> tuple[Served, Served]:
+    """``initialize`` and a ``session/new`` in ``tmp_path/workspace``, served both ways (``_both_ways``)
+    after ``prepare`` has made the home."""
+    workspace = tmp_path / "workspace"
+
+    def both(home: Path) -> None:
+        workspace.mkdir(exist_ok=True)
+        prepare(home)
+
+    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
+    return await _both_ways(tmp_path, messages, env, both)
+
+
 @pytest.mark.anyio
 async def test_session_new_is_answered_before_the_sdk_is_imported(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
@@ -214,14 +228,7 @@ async def test_session_new_waits_for_no_settings_model(tmp_path: Path, prepare: 
                                                        env: dict[str, str], model: str) -> None:
     """Importing pydantic and building the settings' models is most of a start: where the environment
     and a config file of setup's keys set everything, session/new is answered before either."""
-    workspace = tmp_path / "workspace"
-
-    def both(home: Path) -> None:
-        workspace.mkdir(exist_ok=True)
-        prepare(home)
-
-    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
-    early, handlers = await _both_ways(tmp_path, messages, env, both)
+    early, handlers = await _new_session_both_ways(tmp_path, env, prepare)
     assert early.answers == handlers.answers
     assert {"pydantic", "acp_hermes.config"}.isdisjoint(early.imported_before(1))
     assert early.message(1)["result"]["configOptions"][1]["currentValue"] == model
@@ -244,14 +251,7 @@ def _trusted_project_model(home: Path) -> None:
 ], ids=["a config beyond setup's keys", "a trusted project's own model"])
 async def test_settings_only_pydantic_reads_are_in_the_first_answer(
         tmp_path: Path, prepare: Callable[[Path], None], env: dict[str, str], option: int, value: str) -> None:
-    workspace = tmp_path / "workspace"
-
-    def both(home: Path) -> None:
-        workspace.mkdir(exist_ok=True)
-        prepare(home)
-
-    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
-    early, handlers = await _both_ways(tmp_path, messages, env, both)
+    early, handlers = await _new_session_both_ways(tmp_path, env, prepare)
     assert early.answers == handlers.answers
     assert early.message(1)["result"]["configOptions"][option]["currentValue"] == value
 
@@ -378,14 +378,7 @@ def _damaged_database(home: Path) -> None:
 ], ids=["config error", "no API key", "damaged state.db"])
 async def test_session_new_that_cannot_succeed_gets_the_answer_it_always_had(
         tmp_path: Path, prepare: Callable[[Path], None], env: dict[str, str], code: int, words: str) -> None:
-    workspace = tmp_path / "workspace"
-
-    def both(home: Path) -> None:
-        workspace.mkdir(exist_ok=True)
-        prepare(home)
-
-    messages = [INITIALIZE, _request(1, "session/new", {"cwd": str(workspace), "mcpServers": []})]
-    early, handlers = await _both_ways(tmp_path, messages, env, both)
+    early, handlers = await _new_session_both_ways(tmp_path, env, prepare)
     assert early.before_the_sdk(0)  # initialize needs none of it
     assert early.answers == handlers.answers
     error = early.message(1)["error"]
