@@ -4,7 +4,7 @@ held as proposals in default mode until the user answers at their next prompt.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -100,22 +100,32 @@ async def test_a_review_writes_memory_beside_the_session_and_shows_what_it_wrote
 
 
 class HeldReviewProvider(FakeProvider):
-    """Holds review requests until ``release`` is set; ordinary turns stream at once."""
+    """Holds the review requests ``holds`` picks until ``release`` is set; ordinary turns stream at once."""
 
+    holds: Callable[[ModelRequest], bool]
     release: anyio.Event
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        if MEMORY_REVIEW in str(request.messages[-1]):
+        if MEMORY_REVIEW in str(request.messages) and self.holds(request):
             await self.release.wait()
         async for event in super().stream(request):
             yield event
 
 
-async def test_a_running_review_never_holds_the_next_turn(env: Env) -> None:
+def held_reviews(env: Env, holds: Callable[[ModelRequest], bool]) -> HeldReviewProvider:
     provider = HeldReviewProvider()
-    provider.release = anyio.Event()
+    provider.holds, provider.release = holds, anyio.Event()
     env.runtime._provider = provider  # type: ignore[assignment]
     env.provider = provider
+    return provider
+
+
+def its_first_request(request: ModelRequest) -> bool:
+    return MEMORY_REVIEW in str(request.messages[-1])
+
+
+async def test_a_running_review_never_holds_the_next_turn(env: Env) -> None:
+    provider = held_reviews(env, its_first_request)
     session, spawner = await reviewing_session(env, "accept-edits")
     await two_turns(env, session)
     provider.script(REMEMBER, text("Saved."))
@@ -161,23 +171,8 @@ async def test_in_default_mode_a_reviews_write_waits_for_the_users_next_prompt(
     assert session.services.proposals == []
 
 
-class HeldAfterItsWrite(FakeProvider):
-    """Holds a review's request after its first (the one that answers its write) until ``release`` is set."""
-
-    release: anyio.Event
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        if MEMORY_REVIEW in str(request.messages) and MEMORY_REVIEW not in str(request.messages[-1]):
-            await self.release.wait()
-        async for event in super().stream(request):
-            yield event
-
-
 async def test_a_held_write_is_offered_at_the_next_prompt_while_its_review_goes_on(env: Env) -> None:
-    provider = HeldAfterItsWrite()
-    provider.release = anyio.Event()
-    env.runtime._provider = provider  # type: ignore[assignment]
-    env.provider = provider
+    provider = held_reviews(env, lambda request: not its_first_request(request))  # the one after its write
     session, spawner = await reviewing_session(env, "default")
     await two_turns(env, session)
     provider.script(REMEMBER, text("Held."))
