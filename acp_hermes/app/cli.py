@@ -270,10 +270,6 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
 
     from acp_hermes.adapter.reception import serve_stdio
 
-    def collect() -> None:  # the model SDK is in too (or it is not coming soon): collect from now on
-        gc.freeze()  # later collections need not walk all that again
-        gc.enable()
-
     def build() -> tuple[Runtime, str | None]:  # on the loading thread, once the SDK is imported
         from acp_hermes.core.runtime import Runtime
 
@@ -281,7 +277,7 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
         if early is not None and error is not None:  # the file changed since start-up
             log.error("configuration error: %s", error)
         runtime = Runtime(_usable((settings, error)), paths, db_opening=arrival.db_opening,
-                          sandbox_probe=arrival.sandbox_probe, trust_everything=everything, warmed=collect)
+                          sandbox_probe=arrival.sandbox_probe, trust_everything=everything, warmed=collect_from_now_on)
         return runtime, problem or error
 
     def loaded() -> None:  # the ACP SDK and the handlers are imported (on a thread, while serving)
@@ -289,7 +285,7 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
         # The model SDK's import (~1,000 modules) comes next, for the first prompt: without collections
         # during it the first chunk comes ~40 ms of CPU sooner. A server that opens no session collects
         # after a few seconds all the same.
-        fallback = threading.Timer(GC_AFTER_LOAD_SECONDS, collect)
+        fallback = threading.Timer(GC_AFTER_LOAD_SECONDS, collect_from_now_on)
         fallback.daemon = True
         fallback.start()
 
@@ -305,6 +301,18 @@ def serve(log_level: str | None, *, trust: bool = False) -> int:
         return 128 + signalled  # what a shell reports for a process that signal ended
     log.info("stdin closed; exiting")
     return 0
+
+
+def collect_from_now_on() -> None:
+    """Turn the cyclic GC on, once start-up has loaded the model SDK too (or it is not coming soon):
+    what is loaded by then is frozen first, so later collections need not walk it. Only the first call
+    does it (each session's warm-up and the fallback timer call it): freezing again would make garbage
+    waiting for its collection permanent."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _validated_settings(paths: Paths) -> tuple[Settings | None, str | None]:
