@@ -27,13 +27,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from acp_hermes.config_base import DEFAULT_AUXILIARY_MODEL as DEFAULT_AUXILIARY_MODEL
+from acp_hermes.config_base import (
+    DEFAULT_AUXILIARY_MODEL,
+    DEFAULT_THINKING_BUDGETS,
+    ENVIRONMENT_SETTINGS,
+    environment_overrides,
+)
 from acp_hermes.config_base import DEFAULT_MODEL as DEFAULT_MODEL
-from acp_hermes.config_base import DEFAULT_THINKING_BUDGETS as DEFAULT_THINKING_BUDGETS
 from acp_hermes.config_base import ENV_API_KEY as ENV_API_KEY
 from acp_hermes.config_base import ENV_BASE_URL as ENV_BASE_URL
 from acp_hermes.config_base import ENV_HOME as ENV_HOME
-from acp_hermes.config_base import ENV_LOG_LEVEL as ENV_LOG_LEVEL
 from acp_hermes.config_base import ENV_MODEL as ENV_MODEL
 from acp_hermes.config_base import ENV_TRUST as ENV_TRUST
 from acp_hermes.config_base import THOUGHT_LEVELS as THOUGHT_LEVELS
@@ -44,7 +47,6 @@ from acp_hermes.config_base import home_problem as home_problem
 from acp_hermes.config_base import names_a_variable as names_a_variable
 from acp_hermes.config_base import paths_from_env as paths_from_env
 from acp_hermes.config_base import read_config_file as read_config_file
-from acp_hermes.config_base import real_key
 from acp_hermes.config_base import trust_from_env as trust_from_env
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -329,11 +331,10 @@ def _describe(error: ValidationError, source: Path) -> str:
 
 def _describe_environment(error: ValidationError, env: Mapping[str, str]) -> str:
     """What is wrong with a value the environment set, named by its variable (``ACP_HERMES_LOG_LEVEL=loud``)."""
-    variables = {"api_key": ENV_API_KEY, "base_url": ENV_BASE_URL, "model": ENV_MODEL, "log_level": ENV_LOG_LEVEL}
     problems = []
     for item in error.errors()[:5]:
         key = str(item["loc"][0]) if item["loc"] else ""
-        name = variables.get(key)
+        name = ENVIRONMENT_SETTINGS.get(key)
         problems.append(f"{name}={env.get(name, '')!r}: {item['msg']}" if name else f"`{key}`: {item['msg']}")
     return "environment: " + "; ".join(problems)
 
@@ -347,13 +348,7 @@ def load_settings(env: Mapping[str, str] | None = None, paths: Paths | None = No
     if names_a_variable(values.get("api_key")):  # as if there were none: the editor then offers `setup`
         log.warning("ignoring api_key %r in %s: that is a variable's name, not an API key (config.yaml does not "
                     "expand variables)", values.pop("api_key"), paths.config_file)
-    overrides = {
-        "api_key": real_key(env.get(ENV_API_KEY)),
-        "base_url": env.get(ENV_BASE_URL),
-        "model": env.get(ENV_MODEL),
-        "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
-    }
-    values.update({key: value for key, value in overrides.items() if value})
+    values.update(environment_overrides(env))
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

@@ -190,14 +190,32 @@ def names_a_variable(value: object) -> bool:
     return isinstance(value, str) and _VARIABLE_NAME.fullmatch(value.strip()) is not None
 
 
-def real_key(value: str | None) -> str | None:
+def _real_key(value: str | None, warn: bool) -> str | None:
     """The environment's API key, unless it is the name of a variable rather than a key (an editor
     config that passes the literal string ``ANTHROPIC_API_KEY`` when the variable is unset): then
     the key saved by ``setup`` is used instead."""
     if value and names_a_variable(value):
-        log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
+        if warn:
+            log.warning("ignoring %s=%r: that is a variable name, not an API key", ENV_API_KEY, value)
         return None
     return value
+
+
+# The settings the environment sets over the config file, each by the variable named here.
+ENVIRONMENT_SETTINGS = {"api_key": ENV_API_KEY, "base_url": ENV_BASE_URL, "model": ENV_MODEL,
+                        "log_level": ENV_LOG_LEVEL}
+
+
+def environment_overrides(env: Mapping[str, str], *, warn: bool = True) -> dict[str, str]:
+    """What the environment sets of ``ENVIRONMENT_SETTINGS`` (an empty value sets nothing); ``warn``:
+    log an API key that is a variable's name, which is ignored."""
+    found = {
+        "api_key": _real_key(env.get(ENV_API_KEY), warn),
+        "base_url": env.get(ENV_BASE_URL),
+        "model": env.get(ENV_MODEL),
+        "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
+    }
+    return {key: text for key, text in found.items() if text}
 
 
 def trust_from_env(env: Mapping[str, str] | None = None) -> bool:
@@ -244,7 +262,7 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR")
 # The config file's keys read without pydantic: those ``setup`` writes and the environment overrides. A
 # file with any other key (or a value that is not a string) waits for ``config.load_settings``.
-PLAIN_KEYS = frozenset({"api_key", "base_url", "model", "log_level"})
+PLAIN_KEYS = frozenset(ENVIRONMENT_SETTINGS)
 
 
 @value
@@ -293,14 +311,7 @@ def early_settings(env: Mapping[str, str], paths: Paths) -> EarlySettings | None
         return None  # the file is validated on its own first, as config.load_settings does
     if names_a_variable(values.get("api_key")):
         del values["api_key"]
-    environment_key = env.get(ENV_API_KEY)
-    overrides = {
-        "api_key": None if names_a_variable(environment_key) else environment_key,
-        "base_url": env.get(ENV_BASE_URL),
-        "model": env.get(ENV_MODEL),
-        "log_level": env.get(ENV_LOG_LEVEL, "").strip() or None,
-    }
-    values.update({key: text for key, text in overrides.items() if text})
+    values.update(environment_overrides(env, warn=False))
     if not _plain(values):
         return None
     return EarlySettings(api_key=values.get("api_key"), model=values.get("model", DEFAULT_MODEL).strip(),
