@@ -19,7 +19,8 @@ pack; every few dozen snapshots they are rolled into one (``_compact``).
 Left out of snapshots: what ``.gitignore`` files (and the workspace's ``.git/info/exclude``)
 ignore, files over ``max_file_bytes`` (listed in the snapshot's ``meta["skipped_large"]``),
 unreadable files (``meta["skipped_unreadable"]``), nested repositories (git would record only a
-gitlink, which restores nothing) and the store itself when it lies inside the workspace.
+gitlink, which restores nothing), the store itself when it lies inside the workspace, and Python's
+bytecode caches (``DERIVED``) even where no ``.gitignore`` names them.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ REFRESH_NOW_FILES = 100  # a snapshot storing this many files refreshes the inde
 REFRESH_NOW_BYTES = 1024 * 1024  # or this much content
 COMPACT_AT_PACKS = 24  # each snapshot is a small pack; this many are rolled into one
 TOO_LARGE_RECHECK_SECONDS = 600.0  # a workspace found too large is not walked again for this long
+# Made by running the code, not by anyone's edit: a restore has nothing to give back in them, and listed they
+# would read as changes of yours (``/rollback``'s list). Left out even where no .gitignore names them.
+DERIVED = ["__pycache__/"]
 _REF = re.compile(r"refs/[A-Za-z0-9._/@+-]+")
 _SNAPSHOT_FORMAT = "%(refname)%00%(objectname)%00%(committerdate:unix)%00%(contents:subject)"
 _DIRECTORY_FDS = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
@@ -319,7 +323,7 @@ class CheckpointStore:
             self._forget_base()  # an index that stands for no known tree would hide changes: start afresh
         try:
             listing = list_changes(git, self.workspace, tracked=index_entries(self._index), max_files=self.max_files,
-                                   excludes=self._own_directory_pattern())
+                                   excludes=[*DERIVED, *self._own_directory_pattern()])
         except WorkspaceTooLarge as exc:
             self._too_large = (time.monotonic() + TOO_LARGE_RECHECK_SECONDS, exc)
             raise

@@ -124,6 +124,16 @@ def test_gitignore_files_are_honoured(workspace: Path, tmp_path: Path) -> None:
     assert states[".gitignore"] != ABSENT
 
 
+def test_pythons_bytecode_caches_are_left_out_without_a_gitignore(workspace: Path, tmp_path: Path) -> None:
+    store = store_for(tmp_path)
+    first = store.snapshot(f"{REF}/0001", {})
+    put(workspace / "__pycache__" / "calc.cpython-311.pyc", "bytecode\n")
+    put(workspace / "pkg" / "__pycache__" / "mod.cpython-311.pyc", "bytecode\n")
+    put(workspace / "calc.py", "changed\n")
+    second = store.snapshot(f"{REF}/0002", {})
+    assert list(store.changes(first.commit, second.commit)) == ["calc.py"]
+
+
 def test_big_files_are_left_out_and_reported(workspace: Path, tmp_path: Path) -> None:
     store = store_for(tmp_path, max_file_bytes=100)
     put(workspace / "data.bin", "x" * 101)
