@@ -97,6 +97,12 @@ class Paths:
         return self.own / "project-skill-scans.json"
 
     @property
+    def import_index(self) -> Path:
+        """What the model SDK's lazy import read from its packages, kept so the next start need not
+        read it again (``model.lazy_packages``; rebuilt when missing)."""
+        return self.own / "import-index.json"
+
+    @property
     def memories(self) -> Path:
         return self.home / "memories"
 

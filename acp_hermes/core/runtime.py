@@ -73,7 +73,7 @@ class Runtime:
             if self._provider is None:
                 from acp_hermes.model.provider import AnthropicProvider
 
-                self._provider = AnthropicProvider(self.settings)
+                self._provider = AnthropicProvider(self.settings, self.paths.import_index)
             return self._provider
 
     @property
@@ -256,6 +256,7 @@ class Runtime:
         self.registry.prepare()
         if self.settings.sandbox != "off":
             detect()  # runs bubblewrap once to see that it works: not on the event loop, not later
+        provider.remember_imports()
         log.debug("warm-up: command rules, validators and sandbox check ready after %.0f ms (%.0f ms CPU)",
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
 

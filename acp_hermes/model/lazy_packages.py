@@ -14,36 +14,52 @@ re-exporting.
 What an ``__init__`` does besides binding names happens only if it runs: for the anthropic root
 that is ``_setup_logging()`` (``ANTHROPIC_LOG``; ``model.provider.load_sdk`` calls it) and giving
 the exported classes ``__module__ = "anthropic"`` (cosmetic: their reprs name ``anthropic._exceptions``).
+
+Reading an ``__init__`` (parsing its source, listing its folder) costs ~20 ms for the anthropic
+packages a first prompt opens, every start. An ``InitIndex`` keeps what was read in a JSON file, each
+package's entry trusted only while its ``__init__`` and folders are as they were (inode, size and
+modification time): an SDK upgraded, or a file edited, is read again.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import json
+import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["Init", "lazy_packages", "reexports"]
+from acp_hermes_memory.fs import atomic_write_text
+
+__all__ = ["Init", "InitIndex", "lazy_packages", "reexports"]
+
+INDEX_FORMAT = 2
+
+log = logging.getLogger(__name__)
 
 _installed: set[str] = set()
 _install_lock = threading.Lock()
 
 
-def lazy_packages(root: str) -> bool:
-    """Make ``root`` and its subpackages lazy from now on; False (and nothing done) when ``root``
-    is already imported, the normal way or this one."""
+def lazy_packages(root: str, index: InitIndex | None = None) -> bool:
+    """Make ``root`` and its subpackages lazy from now on, their ``__init__`` files read through
+    ``index`` (kept in memory only, without one); False (and nothing done) when ``root`` is already
+    imported, the normal way or this one."""
     with _install_lock:
         if root in _installed or root in sys.modules:
             return False
         _installed.add(root)
-        sys.meta_path.insert(0, _LazyFinder(root))
+        sys.meta_path.insert(0, _LazyFinder(root, index or InitIndex(None)))
         return True
 
 
@@ -125,9 +141,88 @@ def _submodules(locations: Sequence[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+class InitIndex:
+    """What each lazy package's ``__init__`` and folders held, kept in ``path`` (a JSON file) between
+    starts: ``read`` gives an entry whose files are unchanged, ``save`` writes what changed."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._entries: dict[str, Any] = {}
+        self._changed = False
+        if path is not None:
+            with contextlib.suppress(OSError, ValueError):  # none yet, or unreadable: read afresh
+                data = json.loads(path.read_text(encoding="utf-8"))
+                packages = data.get("packages") if isinstance(data, dict) else None
+                if isinstance(packages, dict) and data.get("format") == INDEX_FORMAT:
+                    self._entries = packages
+
+    def read(self, init_file: str, folders: Sequence[str], source: Callable[[], str]) -> tuple[Init, frozenset[str]]:
+        """``init_file``'s re-exports and its package's submodules (``source()`` gives its text)."""
+        stamps = _stamps([init_file, *folders])
+        with self._lock:
+            kept = self._entries.get(init_file)
+        if isinstance(kept, dict) and kept.get("stamps") == stamps:
+            with contextlib.suppress(KeyError, TypeError, ValueError):  # a damaged entry: read afresh
+                return _decoded(kept)
+        submodules = _submodules(folders)
+        init = reexports(source(), submodules)
+        with self._lock:
+            self._entries[init_file] = {"stamps": stamps, **_encoded(init, submodules)}
+            self._changed = True
+        return init, submodules
+
+    def save(self) -> None:
+        """Write the entries read since the last save (nothing, when none was): best effort, as a
+        missing index only costs the reading again."""
+        with self._lock:
+            if self._path is None or not self._changed:
+                return
+            text = json.dumps({"format": INDEX_FORMAT, "packages": self._entries}, separators=(",", ":"))
+            self._changed = False
+        try:
+            atomic_write_text(self._path, text, private=True)
+        except OSError as exc:
+            log.debug("import index not saved: %s", exc)
+
+
+def _stamps(paths: Sequence[str]) -> list[list[int]] | None:
+    try:
+        return [[found.st_ino, found.st_size, found.st_mtime_ns] for found in map(os.stat, paths)]
+    except OSError:
+        return None
+
+
+def _encoded(init: Init, submodules: frozenset[str]) -> dict[str, Any]:
+    """An entry with as few strings as it takes (the file's reading is what a start pays for it):
+    ``name`` from ``.sub`` as itself, by submodule; a submodule bound under its own name; the rest."""
+    imported: dict[str, list[str]] = {}
+    bound: list[str] = []
+    other: list[list[str | None]] = []
+    for name, (submodule, attribute) in init.names.items():
+        if attribute == name:
+            imported.setdefault(submodule, []).append(name)
+        elif attribute is None and submodule == name:
+            bound.append(name)
+        else:
+            other.append([name, submodule, attribute])
+    return {"imported": imported, "bound": bound, "other_names": other, "all": init.all, "other": init.other,
+            "submodules": sorted(submodules)}
+
+
+def _decoded(entry: dict[str, Any]) -> tuple[Init, frozenset[str]]:
+    names: dict[str, tuple[str, str | None]] = {
+        name: (submodule, name) for submodule, imported in entry["imported"].items() for name in imported}
+    names.update({name: (name, None) for name in entry["bound"]})
+    names.update({name: (submodule, attribute) for name, submodule, attribute in entry["other_names"]})
+    listed = entry["all"]
+    return Init(names, None if listed is None else list(listed), bool(entry["other"])), frozenset(entry["submodules"])
+
+
 class _LazyFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, index: InitIndex) -> None:
         self._root = root
+        self._index = index
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
                   ) -> importlib.machinery.ModuleSpec | None:
@@ -139,15 +234,16 @@ class _LazyFinder(importlib.abc.MetaPathFinder):
         real = spec.loader
         if not isinstance(real, importlib.machinery.SourceFileLoader):
             return spec
-        spec.loader = _LazyLoader(real)
+        spec.loader = _LazyLoader(real, self._index)
         return spec
 
 
 class _LazyLoader(importlib.abc.Loader):
     """Runs none of the ``__init__``: gives the module a ``__getattr__`` that does it name by name."""
 
-    def __init__(self, real: importlib.machinery.SourceFileLoader) -> None:
+    def __init__(self, real: importlib.machinery.SourceFileLoader, index: InitIndex) -> None:
         self._real = real
+        self._index = index
 
     def __getattr__(self, name: str) -> Any:  # get_source, get_resource_reader, …: the real loader's
         return getattr(self._real, name)
@@ -156,9 +252,11 @@ class _LazyLoader(importlib.abc.Loader):
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        source = self._real.get_source(module.__name__) or ""
-        submodules = _submodules(list(module.__path__))
-        _install(module, self._real, reexports(source, submodules), submodules)
+        def source() -> str:
+            return self._real.get_source(module.__name__) or ""
+
+        init, submodules = self._index.read(self._real.path, list(module.__path__), source)
+        _install(module, self._real, init, submodules)
 
 
 def _install(module: ModuleType, real: importlib.machinery.SourceFileLoader, init: Init,

@@ -20,12 +20,13 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acp_hermes.config import Settings
-from acp_hermes.model.lazy_packages import lazy_packages
+from acp_hermes.model.lazy_packages import InitIndex, lazy_packages
 from acp_hermes.model.messages import (
     Block,
     FetchedPage,
@@ -41,6 +42,7 @@ from acp_hermes.model.messages import (
     ToolUse,
 )
 from acp_hermes.model.rate_limits import rate_limits
+from acp_hermes.model.tls import TlsContext
 from acp_hermes.model.types import (
     Completed,
     ModelError,
@@ -65,10 +67,11 @@ _MAX_RETRY_AFTER = 60.0
 _UNCACHEABLE_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
-def load_sdk() -> None:
-    """Make the SDK's packages lazy (``model.lazy_packages``) before anything imports it; a no-op
-    once it is imported, this way or the normal way (a test, a tool that imported it first)."""
-    if lazy_packages("anthropic"):
+def load_sdk(index: InitIndex | None = None) -> None:
+    """Make the SDK's packages lazy (``model.lazy_packages``, their ``__init__`` files read through
+    ``index``) before anything imports it; a no-op once it is imported, this way or the normal way (a
+    test, a tool that imported it first)."""
+    if lazy_packages("anthropic", index):
         import anthropic
 
         anthropic._setup_logging()  # what its __init__ does besides re-exporting: ANTHROPIC_LOG
@@ -441,24 +444,28 @@ class _Accumulator:
 class AnthropicProvider:
     """One per process: the HTTP client (and its TLS context) is shared by every session."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, import_index: Path | None = None) -> None:
         self._settings = settings
+        self._imports = InitIndex(import_index)  # what the SDK's lazy import read, kept between starts
         self._client: AsyncAnthropic | None = None
         self._client_lock = threading.Lock()  # prepare() builds it on a worker thread
+        self._tls = TlsContext()
         # Set once a model response's first output has been handled (or the response has ended): the
         # warm-up leaves what only tool calls need until then, so it does not compete for the GIL with
         # a first prompt getting its request out and its first chunk to the client.
         self.responding = threading.Event()
 
     def prepare(self) -> None:
-        """Import the SDK and build the HTTP client now, so the first request does not wait for them."""
+        """Import the SDK and build the HTTP client now, so the first request does not wait for them
+        (its TLS context meanwhile, on a thread of its own: ``model.tls``)."""
+        self._tls.start()
         self._get_client()
 
     def _get_client(self) -> AsyncAnthropic:
         with self._client_lock:
             if self._client is None:
-                load_sdk()
-                from anthropic import AsyncAnthropic
+                load_sdk(self._imports)
+                from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
 
                 key = self._settings.api_key.get_secret_value() if self._settings.api_key else None
                 client = AsyncAnthropic(
@@ -466,10 +473,17 @@ class AnthropicProvider:
                     base_url=self._settings.base_url,
                     max_retries=0,
                     timeout=self._settings.request_timeout,
+                    # The SDK's own HTTP client in every respect but where its TLS context was built.
+                    http_client=DefaultAsyncHttpxClient(verify=self._tls.get()),
                 )
                 client.messages  # noqa: B018  imports the Messages resource (a lazy attribute) here, off the event loop
                 self._client = client
             return self._client
+
+    def remember_imports(self) -> None:
+        """Keep what the SDK's import read for the next start (blocking: call it off the event loop,
+        once the first response has come, when what a turn imports is imported)."""
+        self._imports.save()
 
     async def _ready_client(self) -> AsyncAnthropic:
         """The client; while the warm-up is still building it, waited for on a worker thread, so the

@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -424,9 +425,10 @@ def encode_sse(name: str, data: Mapping[str, Any]) -> bytes:
 class ScriptedModelServer:
     """Serves ``POST /v1/messages`` on an ephemeral 127.0.0.1 port from a background daemon thread."""
 
-    def __init__(self, responder: Responder, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, responder: Responder, *, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> None:
         self._responder = responder
         self._host = host
+        self._tls = tls  # a server context: HTTPS, as the real API is
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._changed = threading.Condition()
@@ -442,6 +444,8 @@ class ScriptedModelServer:
             return self
         self._closing.clear()
         self._httpd = _HTTPServer((self._host, 0), _Handler, self)
+        if self._tls is not None:
+            self._httpd.socket = self._tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model", daemon=True
         )
@@ -476,7 +480,8 @@ class ScriptedModelServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("scripted model server is not running")
-        return f"http://{self._host}:{self._httpd.server_port}"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{self._host}:{self._httpd.server_port}"
 
     # what happened
 
@@ -661,7 +666,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Wait up to ``timeout`` seconds for the client to hang up (EOF or reset on the socket)."""
         self.connection.settimeout(max(0.0, timeout))
         try:
-            peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
+            # Peeked on the socket beneath, as TLS refuses to peek: the hang-up is seen there either way.
+            peeked: bytes = socket.socket.recv(self.connection, 1, socket.MSG_PEEK)
             return peeked == b""
         except (TimeoutError, BlockingIOError):
             return False
