@@ -6,10 +6,13 @@
     .venv/bin/python bench/startup.py --baseline "/path/to/main/.venv/bin/acp-hermes"   # before/after, paired
 
 Each run spawns the server the way an editor does: the ``acp-hermes`` console script of the
-venv, stdin/stdout pipes, NDJSON, a fresh HERMES_HOME with an API key in the environment (so
-``session/new`` succeeds) and a fresh workspace (empty, or with ``--agents-md`` an AGENTS.md, trusted with
-``ACP_HERMES_TRUST=1`` so it loads as it did before workspace trust; or with ``--tree N`` N folders of plain
-files: nothing trust gates, which the first prompt looks for before its model request).
+venv, stdin/stdout pipes, NDJSON, an API key in the environment (so ``session/new`` succeeds), the
+HERMES_HOME of a returning user (one per build, kept across its starts and used first by an
+unmeasured start: its state.db, and what the model SDK's import read, ``import-index.json``; with
+``--fresh-home`` each start gets a new, empty one, as on the first start after installing) and a
+fresh workspace (empty, or with ``--agents-md`` an AGENTS.md, trusted with ``ACP_HERMES_TRUST=1`` so
+it loads as it did before workspace trust; or with ``--tree N`` N folders of plain files: nothing
+trust gates, which the first prompt looks for before its model request).
 It sends ``initialize`` at once and ``session/new`` as soon as that is answered, and measures
 spawn → each response; the CPU the agent had used when ``session/new`` was answered (all its
 threads, and its main thread alone: acp-hermes imports the ACP SDK on another thread meanwhile);
@@ -208,12 +211,12 @@ def plant_tree(workspace: Path, folders: int) -> None:
 
 
 @contextmanager
-def scratch_dirs() -> Iterator[tuple[Path, Path]]:
-    """A fresh HERMES_HOME and a fresh workspace, removed afterwards."""
+def scratch_dirs(kept_home: Path | None = None) -> Iterator[tuple[Path, Path]]:
+    """A HERMES_HOME (``kept_home``, else a fresh one) and a fresh workspace; what is fresh is removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="acp-hermes-bench-"))
     try:
-        home, workspace = root / "hermes-home", root / "workspace"
-        home.mkdir()
+        home, workspace = kept_home or root / "hermes-home", root / "workspace"
+        home.mkdir(exist_ok=True)
         workspace.mkdir()
         yield home, workspace
     finally:
@@ -312,10 +315,11 @@ def _is_text_chunk(message: dict[str, Any]) -> bool:
 
 def cold_start(command: Sequence[str], *, model_url: str | None = None, stderr: IO[bytes] | int = subprocess.DEVNULL,
                on_phase: Callable[[str], None] | None = None, agents_md: bool = False,
-               loaded_probe: bool = False, tree: int = 0) -> StartRun:
+               loaded_probe: bool = False, tree: int = 0, home: Path | None = None) -> StartRun:
     """Spawn ``command``, initialize, open a session; with ``model_url`` also run two prompts; with
-    ``loaded_probe`` also ask ``session/list`` and read the peak RSS once it is answered."""
-    with scratch_dirs() as (home, workspace):
+    ``loaded_probe`` also ask ``session/list`` and read the peak RSS once it is answered. The
+    HERMES_HOME is ``home`` when given, else a new one."""
+    with scratch_dirs(home) as (home, workspace):
         env = editor_env(home, model_url)
         if agents_md:
             (workspace / "AGENTS.md").write_text(SAMPLE_AGENTS_MD, encoding="utf-8")
@@ -548,6 +552,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_server_option(parser)
     parser.add_argument("--baseline", help="another build's command (e.g. main's checkout): its starts alternate "
                         "with these, and the figures are compared run by run")
+    parser.add_argument("--fresh-home", action="store_true",
+                        help="a new, empty HERMES_HOME for every start (the first start after installing)")
     args = parser.parse_args(argv)
     server = tuple(shlex.split(args.server))
     baseline_command = tuple(shlex.split(args.baseline)) if args.baseline else None
@@ -557,11 +563,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.runs < 10:
         parser.error("--runs must be at least 10")
     kind: dict[str, Any] = {"agents_md": args.agents_md, "tree": args.tree}  # what each workspace holds
-    with ScriptedModelServer(scripted_reply) as model:
-        cold_start(FLOOR_COMMAND)  # one unmeasured start of each: page cache and .pyc files
-        cold_start(server, model_url=model.base_url, **kind)
+    with ScriptedModelServer(scripted_reply) as model, tempfile.TemporaryDirectory(prefix="acp-hermes-homes-") as homes:
+        server_home = None if args.fresh_home else Path(homes) / "server"
+        baseline_home = None if args.fresh_home else Path(homes) / "baseline"
+        cold_start(FLOOR_COMMAND)  # one unmeasured start of each: page cache, .pyc files, the kept HERMES_HOME
+        cold_start(server, model_url=model.base_url, home=server_home, **kind)
         if baseline_command is not None:
-            cold_start(baseline_command, model_url=model.base_url, **kind)
+            cold_start(baseline_command, model_url=model.base_url, home=baseline_home, **kind)
         floor: list[StartRun] = []
         hermes: list[StartRun] = []
         loaded: list[StartRun] = []
@@ -569,11 +577,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for number in range(args.runs):
             floor.append(cold_start(FLOOR_COMMAND))
             if baseline_command is not None and number % 2:  # each goes first in every other run
-                baseline.append(cold_start(baseline_command, model_url=model.base_url, **kind))
-            hermes.append(cold_start(server, model_url=model.base_url, **kind))
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, home=baseline_home, **kind))
+            hermes.append(cold_start(server, model_url=model.base_url, home=server_home, **kind))
             if baseline_command is not None and not number % 2:
-                baseline.append(cold_start(baseline_command, model_url=model.base_url, **kind))
-            loaded.append(cold_start(server, loaded_probe=True, **kind))
+                baseline.append(cold_start(baseline_command, model_url=model.base_url, home=baseline_home, **kind))
+            loaded.append(cold_start(server, loaded_probe=True, home=server_home, **kind))
             print(f"\rrun {number + 1}/{args.runs}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     met = report(floor, hermes, loaded)
