@@ -38,6 +38,7 @@ import anyio
 from acp_hermes_memory.fts_query import is_cjk_query, sanitize_fts_query, trigram_query
 from acp_hermes_memory.scan import guard_context_text
 from acp_hermes_memory.session_db import SNIPPET_CLOSE, SNIPPET_OPEN
+from acp_hermes_memory.values import value
 
 if TYPE_CHECKING:
     from acp_hermes_memory.session_db import MessageRecord, SearchHit, SessionDB, SessionRecord
@@ -69,7 +70,7 @@ DEFAULT_PARALLEL = 3
 _GAP = "[…]"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SummaryRequest:
     """What a summarizer gets for one session: the topic and the conversation window."""
 
@@ -83,7 +84,7 @@ class SummaryRequest:
 Summarizer = Callable[[SummaryRequest], Awaitable[str]]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Excerpt:
     """A match as people read it: one line of the message (its tool calls as one-liners), cut
     around the match; ``marks`` are the ``(start, end)`` spans of the matched words in ``text``."""
@@ -126,7 +127,7 @@ class SessionRecall:
     summary_error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class RecallResult:
     """The sessions found (or listed) and the text the model reads."""
 
@@ -460,10 +461,10 @@ def _call_line(call: dict[str, Any], terms: Sequence[str]) -> str:
     main = next((key for key in _MAIN_ARGUMENTS if isinstance(arguments.get(key), str) and arguments[key].strip()),
                 None)
     line = f"ran {name}: {_short(arguments[main], _ARGUMENT_CHARS)}" if main else f"ran {name}"
-    for key, value in arguments.items():
+    for key, argument in arguments.items():
         if key == main or _spans(line, terms):
             continue
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        text = argument if isinstance(argument, str) else json.dumps(argument, ensure_ascii=False)
         found = _spans(" ".join(text.split()), terms)
         if found:
             line += f" ({key}: {_cut_around(' '.join(text.split()), found, _ARGUMENT_CHARS).text})"

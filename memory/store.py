@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from acp_hermes_memory.fs import atomic_write_text, exclusive_lock, lock_path_for
 from acp_hermes_memory.scan import first_threat, scan
 from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def usage_text(used: int, limit: int) -> str:
     return f"{percent}% — {used:,}/{limit:,} chars"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Proposal:
     """A computed change, not yet written: ``old_text`` None means the file does not exist yet."""
 
@@ -79,7 +79,7 @@ class Proposal:
     changed: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MemoryUpdate:
     """What ``apply`` did, and the store as it is now on disk."""
 
@@ -98,7 +98,7 @@ class MemoryUpdate:
         return usage_text(self.used, self.limit)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class MemorySnapshot:
     """The rendered prompt blocks of both stores, as they were when the snapshot was taken."""
 
@@ -110,7 +110,7 @@ class MemorySnapshot:
         return "\n\n".join(block for block in (self.memory_block, self.user_block) if block)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Plan:
     entries: list[str]
     message: str

@@ -14,8 +14,9 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Literal
+
+from acp_hermes_memory.values import value
 
 FileAction = Literal["update", "create", "delete", "move"]
 
@@ -24,14 +25,17 @@ class PatchError(ValueError):
     """A patch or replacement that cannot be applied; the message says why and what to do."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HunkLine:
     op: str  # " " context, "-" removed, "+" added
     text: str
     newline: bool = True  # False when "\ No newline at end of file" follows the line
 
+    def without_newline(self) -> HunkLine:
+        return HunkLine(self.op, self.text, newline=False)
 
-@dataclass(frozen=True, slots=True)
+
+@value
 class Hunk:
     lines: tuple[HunkLine, ...]
     old_start: int | None = None  # 1-based line in the original file; None when the patch has none
@@ -47,7 +51,7 @@ class Hunk:
         return any(line.op != " " for line in self.lines)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FilePatch:
     """The changes one patch makes to one file (``new_path`` is the target of a move)."""
 
@@ -63,10 +67,10 @@ class FilePatch:
     def with_paths(self, convert: Callable[[str], str]) -> FilePatch:
         """The same patch with its paths rewritten (e.g. resolved against the session cwd)."""
         new_path = None if self.new_path is None else convert(self.new_path)
-        return replace(self, path=convert(self.path), new_path=new_path)
+        return FilePatch(self.action, convert(self.path), self.hunks, new_path)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FileEdit:
     """The net effect on one file: ``old_text`` None creates it, ``new_text`` None deletes it."""
 
@@ -75,7 +79,7 @@ class FileEdit:
     new_text: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Candidate:
     """A region of a file that resembles text the model expected to find."""
 
@@ -234,7 +238,7 @@ def _read_unified_hunk(lines: list[str], i: int) -> tuple[Hunk, int]:
         owed = old_left > 0 or new_left > 0
         if line.startswith("\\"):
             if body:
-                body[-1] = replace(body[-1], newline=False)
+                body[-1] = body[-1].without_newline()
             i += 1
             continue
         if not owed and _ends_hunk(lines, i):
@@ -341,7 +345,7 @@ class _V4AParser:
         elif line == "":
             self.blanks += 1
         elif line.startswith("\\") and self.body:
-            self.body[-1] = replace(self.body[-1], newline=False)
+            self.body[-1] = self.body[-1].without_newline()
         else:
             raise PatchError(
                 f"patch line {number}: every line of '*** Add File: {self.path}' must start with '+' (got {line!r})."
@@ -357,7 +361,7 @@ class _V4AParser:
             self.blanks += 1
         elif line.startswith("\\"):
             if self.body:
-                self.body[-1] = replace(self.body[-1], newline=False)
+                self.body[-1] = self.body[-1].without_newline()
         elif line[0] in "-+ ":
             self._take(HunkLine(line[0], line[1:]))
         else:  # a context line whose leading space was dropped
@@ -635,7 +639,7 @@ def _join_lines(lines: list[tuple[str, str]], eol: str) -> str:
 # Exact find-and-replace
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Replacement:
     text: str
     count: int

@@ -11,7 +11,6 @@ from __future__ import annotations
 import mimetypes
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from typing import Any, Literal
 import anyio
 
 from acp_hermes_memory.text import SNIFF_BYTES, looks_binary, one_line
+from acp_hermes_memory.values import value
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import DiffDisplay, Display, FileChange, Location, TextDisplay
 from acp_hermes_tools.diffs import (
@@ -85,7 +85,7 @@ def _shown(raw: str, cwd: Path) -> str:
 # What is on disk
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _OnDisk:
     kind: Literal["missing", "directory", "file", "other"]
     size: int = 0
@@ -203,7 +203,7 @@ READ_FILE_DESCRIPTION = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _Window:
     lines: list[str]  # the lines shown, already capped
     first: int

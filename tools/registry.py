@@ -30,6 +30,7 @@ import anyio
 
 from acp_hermes_memory.fs import PathChanged
 from acp_hermes_memory.scan import injection_warning, scan
+from acp_hermes_memory.values import value
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import (
     Display,
@@ -61,7 +62,7 @@ class Access(str, Enum):
         return self is not Access.READ
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ToolCall:
     """One call as the model produced it. ``arguments`` is None when they were not valid JSON."""
 
@@ -71,7 +72,7 @@ class ToolCall:
     raw_arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Presentation:
     title: str
     locations: tuple[Location, ...] = ()
@@ -108,7 +109,7 @@ ArgumentCheck = Callable[[dict[str, Any]], str | None]  # why arguments do not f
 COMMON_PATH_ARGS = ("path", "file_path", "workdir")
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Guidance:
     """A tool's part of the system prompt's guidance, which mentions only the tools a session has.
 
@@ -130,7 +131,7 @@ class Guidance:
         return self.line(present) if callable(self.line) else self.line
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Tool:
     """A tool's declaration: what the model sees, how a call runs and shows, and its traits.
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from acp_hermes_memory.values import value
 
 # Each setting that makes git run a program, with a value that runs none. Later -c values win, so a
 # caller's own settings come before these.
@@ -69,7 +70,7 @@ DIFF_COMMANDS = frozenset({"diff", "diff-files", "diff-index", "diff-tree", "log
 NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
 
 
-@dataclass(frozen=True)
+@value
 class GitCommand:
     argv: list[str]
     env: dict[str, str]

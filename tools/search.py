@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass, replace
 from itertools import groupby
 from pathlib import Path
 from typing import Literal
@@ -25,6 +24,7 @@ import anyio
 import anyio.abc
 
 from acp_hermes_memory.text import looks_binary
+from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Location
 from acp_hermes_tools.paths import is_within
 from acp_hermes_tools.safe_git import git_command
@@ -44,14 +44,14 @@ class SearchError(Exception):
     """The search could not run (bad pattern, missing path); the message is for the model."""
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class LineHit:
     line: int  # 1-based
     text: str
     matched: bool  # False for a context line
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class FileHits:
     path: Path
     lines: tuple[LineHit, ...]  # matches and their context, by line
@@ -61,13 +61,13 @@ class FileHits:
         return sum(hit.matched for hit in self.lines)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ContentResults:
     files: tuple[FileHits, ...]
     truncated: bool = False  # stopped at MAX_MATCHES matching lines
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SearchRequest:
     pattern: str
     root: Path  # absolute: a directory, or one file
@@ -79,7 +79,7 @@ class SearchRequest:
     offset: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class SearchPage:
     text: str
     locations: tuple[Location, ...]
@@ -120,7 +120,7 @@ async def run_search(request: SearchRequest, base: Path, *, engine: Engine = "au
         return page
     note = (f"\n[{withheld} matching file(s) that may hold secrets (keys, credentials, .env) were left out; "
             "read_file asks the user before reading one.]")
-    return replace(page, text=page.text + note)
+    return SearchPage(page.text + note, page.locations, page.total)
 
 
 def _without_secrets(results: ContentResults, root: Path) -> tuple[ContentResults, int]:
@@ -128,14 +128,14 @@ def _without_secrets(results: ContentResults, root: Path) -> tuple[ContentResult
     (reading it was then asked for as such)."""
     home = Path.home()
     kept = tuple(hits for hits in results.files if hits.path == root or not sensitive_path_reason(hits.path, home))
-    return replace(results, files=kept), len(results.files) - len(kept)
+    return ContentResults(kept, results.truncated), len(results.files) - len(kept)
 
 
 def _without_links(results: ContentResults, root: Path,
                    secret_behind: Callable[[Path], Path | None]) -> tuple[ContentResults, int]:
     """Drop matches in hard links to secret files, as ``_without_secrets`` drops the secrets."""
     kept = tuple(hits for hits in results.files if hits.path == root or secret_behind(hits.path) is None)
-    return replace(results, files=kept), len(results.files) - len(kept)
+    return ContentResults(kept, results.truncated), len(results.files) - len(kept)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,7 +455,7 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class _IgnoreRule:
     matches: Callable[[str], bool]
     negated: bool

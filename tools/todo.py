@@ -13,9 +13,9 @@ pending, in_progress and completed only, so a cancelled item is shown completed 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from acp_hermes_memory.values import value
 from acp_hermes_tools.context import StateKey, ToolContext, ToolScope
 from acp_hermes_tools.contracts import PlanEntry, PlanUpdated, ToolCallUpdated
 from acp_hermes_tools.registry import Access, Guidance, Presentation, Tool, ToolError, ToolResult
@@ -29,7 +29,7 @@ _MARKERS: dict[TodoStatus, str] = {"pending": "[ ]", "in_progress": "[>]", "comp
 _NOTES: dict[TodoStatus, str] = {"in_progress": " (in progress)", "cancelled": " (cancelled)"}
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TodoItem:
     id: str
     content: str
@@ -141,7 +141,7 @@ def _merge(items: Sequence[TodoItem], updates: Sequence[Mapping[str, Any]]) -> t
             by_id[item_id] = _new_item(raw)
             continue
         content = _content(raw) or existing.content
-        by_id[item_id] = replace(existing, content=content, status=raw.get("status") or existing.status)
+        by_id[item_id] = TodoItem(existing.id, content, raw.get("status") or existing.status)
     return tuple(by_id.values())[:MAX_ITEMS]
 
 

@@ -12,7 +12,6 @@ import base64
 import binascii
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -28,6 +27,7 @@ from acp_hermes.core.user_prompt import (
 )
 from acp_hermes.model.messages import Block, Image, Text
 from acp_hermes_memory.text import looks_binary
+from acp_hermes_memory.values import value
 
 INLINE_FILE_LIMIT = 256 * 1024
 IMAGE_LIMIT = 5 * 1024 * 1024
@@ -36,7 +36,7 @@ _EXTENSION_IMAGE_TYPES = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "
                           ".gif": "image/gif", ".webp": "image/webp"}
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class ConvertedPrompt:
     """Model content plus a plain-text rendering for titles, search and logs."""
 

@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from acp_hermes.config import BudgetSettings
 from acp_hermes.model.types import Usage
+from acp_hermes_memory.values import value
 
 LimitName = Literal["session_usd", "turn_usd", "session_tokens"]
 LIMIT_NAMES: tuple[LimitName, ...] = ("session_usd", "turn_usd", "session_tokens")
 WARN_SHARE = 0.8  # the share of a limit at which the user hears of it, once
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Spend:
     usd: float = 0.0
     tokens: int = 0

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from acp_hermes.core.history import repaired
 from acp_hermes.model.messages import Block, Message, ServerToolUse, Text, Thinking, ToolResult, ToolUse
 from acp_hermes_memory.frames import framed
+from acp_hermes_memory.values import value
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600  # an image or document block, whatever its encoded size (base64 would overcount)
@@ -101,7 +101,7 @@ _RESULT_CHARS = 600  # a tool result's opening in the rendered middle
 _TEXT_CHARS = 4_000  # one text block (a pasted file, a long reply) in the rendered middle
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class CompressionPlan:
     """Where one history splits: ``messages[:head_end]`` is kept, ``messages[head_end:tail_start]``
     is summarised, ``messages[tail_start:]`` is kept."""

@@ -11,13 +11,13 @@ words read exactly.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from acp_hermes.config import HookEvent
 from acp_hermes.core.hook_config import Hook
 from acp_hermes.core.hook_runner import HookRun
 from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
 
 Decision = Literal["allow", "deny", "ask", "block"]
 BLOCKING_EXIT = 2
@@ -28,7 +28,7 @@ _CONTEXT_EVENTS = frozenset({"UserPromptSubmit", "SessionStart", "PostToolUse"})
 _TEXT_IS_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})  # plain stdout is context there
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HookAnswer:
     """One hook's answer as understood: a decision with its reason, a request to stop, context for the
     model, a message for the user, and what could not be understood (which decides nothing)."""

@@ -18,7 +18,6 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from acp_hermes.config import HOOK_EVENTS, HookEvent, HooksConfig, Settings
 from acp_hermes_memory.fs import atomic_write_text
 from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ TOOL_EVENTS: frozenset[HookEvent] = frozenset({"PreToolUse", "PostToolUse"})
 Source = Literal["user", "project"]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class Hook:
     """One configured command for one event, with the matcher of its group and where it comes from."""
 

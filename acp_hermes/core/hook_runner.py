@@ -16,7 +16,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +23,14 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from acp_hermes.core.hook_config import Hook
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 
 OUTPUT_LIMIT = 256 * 1024  # what is kept of a hook's stdout and of its stderr
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class HookRun:
     """What one run of a hook did: its exit status (None: it never ended by itself), its output, its time."""
 

@@ -39,6 +39,7 @@ from acp_hermes.core.hook_config import (
     tool_names,
 )
 from acp_hermes.core.hook_runner import run_hooks
+from acp_hermes_memory.values import value
 from acp_hermes_tools.contracts import Choices, Confirm, PermissionDenied, TextDisplay
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ DENIED_FOR_MODEL = "A hook the user set up blocked this call ({hook}): {reason}"
 DENIED_SHOWN = "Not run: blocked by the hook `{hook}`: {reason}"
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class PromptVerdict:
     """UserPromptSubmit's answers together: the hook that blocked the prompt and why, or the context added."""
 

@@ -38,6 +38,7 @@ from acp_hermes.model.types import (
     ToolUseReady,
     Usage,
 )
+from acp_hermes_memory.values import value
 from acp_hermes_tools.context import ToolContext, ToolScope
 from acp_hermes_tools.contracts import (
     Location,
@@ -82,7 +83,7 @@ STOP_HOOK_NOTE = ("[A hook the user set up asks you not to stop yet: {reason}. C
 CompactionHook = Callable[[int], Awaitable["tuple[Transcript, str] | None"]]
 
 
-@dataclass(frozen=True, slots=True)
+@value
 class TurnControls:
     """What the user holds over a running turn besides cancelling it: steers for its next request,
     a budget asked before each request (why it must not start, or None) and once more when the turn

@@ -20,7 +20,6 @@ import itertools
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from acp_hermes.config import Paths
 from acp_hermes_memory.scan import first_threat, guard_context_text, scan
 from acp_hermes_memory.skills import valid_name
 from acp_hermes_memory.text import one_line
+from acp_hermes_memory.values import value
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ _CLAUDE_FILES = ("CLAUDE.md", "claude.md")
 SKILL_DESCRIPTION_CHARS = 200  # of a skill's description in the index
 
 
-@dataclass(frozen=True)
+@value
 class PromptInputs:
     """Everything the system prompt depends on; the caller builds it once per session."""
 
@@ -85,7 +85,7 @@ class PromptInputs:
             raise ValueError(f"the session cwd must be absolute, got {self.cwd}")
 
 
-@dataclass(frozen=True)
+@value
 class ContextFile:
     """A project instruction file as it goes into the prompt (already scanned and capped)."""
 

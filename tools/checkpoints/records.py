@@ -6,8 +6,9 @@ thread that produced them is done.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from acp_hermes_memory.values import value
 
 
 class CheckpointError(Exception):
@@ -22,7 +23,7 @@ class WorkspaceTooLarge(CheckpointError):
     """The workspace has more files than checkpoints take: the message says how many and the limit."""
 
 
-@dataclass(frozen=True)
+@value
 class Snapshot:
     """One checkpoint: a parentless commit of the workspace and the ref that keeps it."""
 
@@ -32,7 +33,7 @@ class Snapshot:
     meta: dict[str, Any]  # what the caller passed, plus "skipped_large" when files were left out
 
 
-@dataclass(frozen=True)
+@value
 class FileState:
     """One path in a snapshot; both fields None when the path is absent there."""
 
@@ -47,7 +48,7 @@ class FileState:
 ABSENT = FileState(None, None)
 
 
-@dataclass(frozen=True)
+@value
 class RestoreReport:
     """What a restore did: paths written, paths deleted (or already absent), and (path, why) it could not do."""
 

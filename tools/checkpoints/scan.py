@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 
+from acp_hermes_memory.values import value
 from acp_hermes_tools.checkpoints.git import Git
 from acp_hermes_tools.checkpoints.records import WorkspaceTooLarge
 
 
-@dataclass(frozen=True)
+@value
 class Listing:
     untracked: list[str]  # new since the index (or left out before: too big, unreadable)
     tracked: list[str]  # in the index, and modified or deleted since
