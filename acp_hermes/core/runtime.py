@@ -183,7 +183,9 @@ class Runtime:
 
     def tend_checkpoints(self) -> None:
         """Finish the restores killed processes left half done and prune every workspace's checkpoints
-        by count and age (blocking: a background thread runs it once per process)."""
+        by count and age (blocking: a background thread runs it once per process, after the first
+        response: ``wait_for_first_response``)."""
+        self.wait_for_first_response()
         from acp_hermes_tools.checkpoints import recover_all, stores
 
         home, limits = self.paths.checkpoints, self.settings.checkpoints
@@ -226,6 +228,13 @@ class Runtime:
         import acp_hermes_tools.sandbox
         import acp_hermes_tools.secret_links  # noqa: F401
 
+    def wait_for_first_response(self) -> None:
+        """Block until the first model response's first output has been handled, or
+        ``TOOL_WARM_UP_DELAY`` seconds when no prompt comes. Work nobody waits for (the warm-up's
+        second step, the upkeep of checkpoints and skills) waits for it, on its own thread: a prompt
+        sent at once shares one GIL with it, so anything run before that first chunk is out delays it."""
+        self.provider.responding.wait(TOOL_WARM_UP_DELAY)
+
     def warm_up(self) -> None:
         """Load what a turn needs before the first prompt asks for it. Blocking: run it in a thread
         right after a session opens; nothing of it is needed to answer ``initialize`` or ``session/new``.
@@ -248,7 +257,7 @@ class Runtime:
         log.debug("warm-up: model client, tools and loop ready after %.0f ms (%.0f ms CPU on this thread)",
                   (time.perf_counter() - began) * 1000, (time.thread_time() - cpu) * 1000)
         self.warmed()
-        provider.responding.wait(TOOL_WARM_UP_DELAY)
+        self.wait_for_first_response()
         began, cpu = time.perf_counter(), time.thread_time()
         import acp_hermes.permissions.shell.analysis  # noqa: F401
         from acp_hermes_tools.sandbox import detect

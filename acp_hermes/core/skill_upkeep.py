@@ -1,7 +1,8 @@
 """The skills' upkeep around sessions: the daily lifecycle run and its one notice, the curation
 pass, archived skills offered back when a prompt matches them, and what ``/skills`` shows and does.
 
-``after_open`` runs beside a session that just opened (never in its way): the lifecycle
+``after_open`` runs beside a session that just opened (never in its way, nor in the way of its first
+prompt's first chunk: ``Runtime.wait_for_first_response``): the lifecycle
 (``memory.skills.lifecycle.run_daily``, at most once a day for a ``HERMES_HOME``) and, when that
 run was this process's and ``skills.curator`` is on, the curation pass (``core.turn.start_curation``).
 What moved is told once, in the chat of the session whose opening ran it; the next sessions' indexes
@@ -45,15 +46,19 @@ _offered: weakref.WeakKeyDictionary[Session, set[str]] = weakref.WeakKeyDictiona
 
 async def after_open(session: Session, state_file: Path) -> None:
     """The day's lifecycle run, if due, told in ``session``'s chat; then the curation pass if enabled."""
-    from acp_hermes_memory.skills.lifecycle import run_daily
+    from acp_hermes_memory.skills.lifecycle import Outcome, run_daily
 
     store = session.services.tools.services.skills
     if store is None or session.subagent is not None:
         return
     settings = session.services.settings.skills
+
+    def when_quiet() -> Outcome | None:  # after a first prompt's first chunk (Runtime.wait_for_first_response)
+        session.services.runtime.wait_for_first_response()
+        return run_daily(store, state_file, settings.stale_after_days, settings.archive_after_days)
+
     try:
-        outcome = await anyio.to_thread.run_sync(run_daily, store, state_file, settings.stale_after_days,
-                                                 settings.archive_after_days)
+        outcome = await anyio.to_thread.run_sync(when_quiet)
     except OSError as error:
         log.warning("the skills' lifecycle could not run: %s", error)
         return

@@ -11,6 +11,7 @@ Auxiliary ``complete`` calls have their own queue.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,12 @@ def tool_call(name: str, arguments: Mapping[str, Any], *, preface: str = "") -> 
     return tool_calls((name, arguments), preface=preface)
 
 
+def _already_set() -> threading.Event:
+    event = threading.Event()
+    event.set()
+    return event
+
+
 @dataclass
 class FakeProvider:
     """Implements ``acp_hermes.model.types.Provider`` from a script."""
@@ -76,6 +83,9 @@ class FakeProvider:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     auxiliary_prompts: list[tuple[str, str]] = field(default_factory=list)  # (system, prompt)
     gate: anyio.Event | None = None  # when set, each stream waits for it before its first event
+    # As if a first response's output had been handled: the upkeep that waits for it
+    # (Runtime.wait_for_first_response) runs at once here.
+    responding: threading.Event = field(default_factory=_already_set)
 
     def script(self, *replies: Reply) -> FakeProvider:
         self.replies.extend(replies)

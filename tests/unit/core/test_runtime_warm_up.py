@@ -38,3 +38,27 @@ def test_the_warm_up_says_when_its_first_step_is_done(tmp_path: Path) -> None:
     runtime.warm_up()
     # The import index is saved last: by then what a turn imports is imported.
     assert seen == ["model client", "warmed", "validators", "import index saved"]
+
+
+
+class _FirstResponse(threading.Event):
+    """Already set (the first response came); says when something waits for it."""
+
+    def __init__(self, seen: list[str]) -> None:
+        super().__init__()
+        self.set()
+        self.seen = seen
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.seen.append("waited for the first response")
+        return super().wait(timeout)
+
+
+def test_checkpoint_upkeep_waits_for_the_first_response(tmp_path: Path) -> None:
+    seen: list[str] = []
+    runtime = Runtime(Settings(sandbox="off"), Paths(tmp_path), warmed=lambda: None)
+    provider = _Provider(seen)
+    provider.responding = _FirstResponse(seen)
+    runtime._provider = provider  # type: ignore[assignment]
+    runtime.tend_checkpoints()
+    assert seen == ["waited for the first response"]
