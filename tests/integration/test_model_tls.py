@@ -61,6 +61,6 @@ async def test_a_certificate_nobody_vouches_for_is_refused(https_model: Scripted
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    with pytest.raises(ModelError, match="(?i)certificate|connect"):
+    with pytest.raises(ModelError, match=r"(?i)certificate|connect"):
         await _streamed_text(https_model.base_url)
     assert https_model.requests == []
