@@ -4,7 +4,8 @@ Importing pydantic and building the settings' models costs more than half of wha
 for before its new thread opens (~140 ms of ~220 ms on a 2-core machine). Everything here is plain
 Python, so start-up reads it on the way to answering ``initialize`` and ``session/new``: where the
 files are, and — when the environment and a config file of only the keys ``setup`` writes set them —
-the few settings that answer reads (``EarlySettings``). ``config`` validates everything, as before.
+the few settings that answer reads (``EarlySettings``). ``config`` validates everything else, and builds
+its ``Settings`` without validation where ``plain_settings`` is sure of them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from acp_hermes.permissions.modes import Mode
 from acp_hermes_memory.values import value
@@ -305,23 +306,37 @@ class EarlySettings:
 
 
 def early_settings(env: Mapping[str, str], paths: Paths) -> EarlySettings | None:
-    """The settings a start-up answer reads, when they are sure without pydantic: no config file, or one
-    of only ``PLAIN_KEYS`` with string values, and values ``config.Settings`` takes as they are. None
-    otherwise (a key, a value or an error only pydantic can judge). Logs nothing: the validated load
-    that follows says what it ignores."""
+    """The settings a start-up answer reads, when they are sure without pydantic (``plain_settings``), or
+    None (a key, a value or an error only pydantic can judge). Logs nothing: the validated load that
+    follows says what it ignores."""
     try:
-        values = read_config_file(paths.config_file)
+        values = plain_settings(read_config_file(paths.config_file), env)
     except ConfigError:
         return None
-    if not all(key in PLAIN_KEYS and isinstance(text, str) for key, text in values.items()) or not _plain(values):
+    if values is None:
+        return None
+    return EarlySettings(api_key=values.get("api_key"), model=values.get("model", DEFAULT_MODEL),
+                         log_level=cast(LogLevel, values.get("log_level", "INFO")))  # a level _plain checked
+
+
+def plain_settings(file_values: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str] | None:
+    """The settings a config file of ``file_values`` and the environment set, as ``config.Settings`` holds
+    them after validation (the model name stripped, the log level upper-case), when that is sure without
+    pydantic: a file of only ``PLAIN_KEYS`` with string values, and values ``config.Settings`` takes as
+    they are. None otherwise. Every other setting is its default. Logs nothing."""
+    if not all(key in PLAIN_KEYS and isinstance(text, str) for key, text in file_values.items()):
+        return None
+    if not _plain(file_values):
         return None  # the file is validated on its own first, as config.load_settings does
-    if names_a_variable(values.get("api_key")):
-        del values["api_key"]
+    values = {key: text for key, text in file_values.items() if not (key == "api_key" and names_a_variable(text))}
     values.update(environment_overrides(env, warn=False))
     if not _plain(values):
         return None
-    return EarlySettings(api_key=values.get("api_key"), model=values.get("model", DEFAULT_MODEL).strip(),
-                         log_level=values.get("log_level", "INFO").strip().upper())
+    if "model" in values:
+        values["model"] = values["model"].strip()
+    if "log_level" in values:
+        values["log_level"] = values["log_level"].strip().upper()
+    return values
 
 
 def _plain(values: Mapping[str, str]) -> bool:

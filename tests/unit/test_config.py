@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from acp_hermes.config import TOOLSETS, ConfigError, DelegationSettings, Paths, Settings, load_settings
+from acp_hermes import config
+from acp_hermes.config import (
+    TOOLSETS,
+    ConfigError,
+    DelegationSettings,
+    Paths,
+    Settings,
+    constructed,
+    load_settings,
+)
 
 SAVED = "sk-ant-api03-saved-by-setup-0123456789"
 
@@ -132,3 +144,76 @@ def test_an_empty_model_name_is_refused(tmp_path: Path, text: str, expected: str
     assert expected in str(refused.value)
     with pytest.raises(ConfigError, match=r"^environment: HERMES_MODEL=' ': a model name cannot be empty"):
         load_settings({"HERMES_MODEL": " "}, Paths(tmp_path / "none"))
+
+
+# --- settings built without validation (config.constructed) --------------------------------------------
+
+SETTINGS_MODELS = [item for item in vars(config).values()
+                   if isinstance(item, type) and issubclass(item, BaseModel) and item.__module__ == config.__name__]
+
+
+def _outcome(make: Any) -> object:
+    try:
+        return make()
+    except ValidationError as exc:
+        return exc.errors()
+
+
+@pytest.mark.parametrize("model", SETTINGS_MODELS, ids=lambda model: model.__name__)
+def test_every_settings_model_constructed_from_its_defaults_is_the_validated_one(model: type[BaseModel]) -> None:
+    """A settings model added later is checked too: its defaults made without validation must be the
+    validated ones (a model validator that changes them would show here), or validation runs."""
+    assert model.model_config.get("defer_build") is True  # its validator is built when first used, not on import
+    made, validated = _outcome(lambda: constructed(model, {})), _outcome(lambda: model.model_validate({}))
+    assert made == validated
+    if isinstance(made, BaseModel) and isinstance(validated, BaseModel):
+        assert made.model_dump() == validated.model_dump()
+
+
+def test_a_model_construction_cannot_make_is_validated() -> None:
+    class Checked(BaseModel):
+        model_config = ConfigDict(frozen=True, defer_build=True)
+
+        name: str  # no default: only validation can say it is missing
+        size: int = Field(default=-1, validate_default=True)
+
+        @field_validator("size")
+        @classmethod
+        def _positive(cls, value: int) -> int:
+            return abs(value)
+
+    with pytest.raises(ValidationError, match="name"):
+        constructed(Checked, {})
+    assert constructed(Checked, {"name": "x"}).size == 1  # the default, validated
+
+
+SUBPROCESS_PROBE = """
+import json, sys, tempfile
+import pydantic
+import acp_hermes.config as config
+
+models = [item for item in vars(config).values()
+          if isinstance(item, type) and issubclass(item, pydantic.BaseModel) and item.__module__ == config.__name__]
+home = tempfile.mkdtemp()
+settings = config.load_settings({"HERMES_HOME": home})
+if sys.argv[1] == "validate":
+    config.Settings.model_validate({})
+# model_rebuild() answers None for a model whose validator is already built; leaves come before the models
+# holding them, so rebuilding one builds nothing of the next.
+print(json.dumps({"built": [model.__name__ for model in models if model.model_rebuild() is None],
+                  "models": len(models), "delegation": settings.delegation.max_depth}))
+"""
+
+
+@pytest.mark.parametrize("then", ["nothing", "validate"])
+def test_importing_the_settings_and_loading_them_from_no_file_builds_no_validator(then: str) -> None:
+    import json
+
+    done = subprocess.run([sys.executable, "-c", SUBPROCESS_PROBE, then], capture_output=True, text=True,
+                          check=True)
+    report = json.loads(done.stdout)
+    assert report["models"] == len(SETTINGS_MODELS) and report["delegation"] == 2
+    if then == "nothing":
+        assert report["built"] == []
+    else:  # the probe sees a validator built when one is
+        assert "Settings" in report["built"] and "DelegationSettings" in report["built"]
