@@ -16,7 +16,6 @@ The file::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +42,12 @@ def _yaml(text: str) -> Any:
         raise ValueError(str(exc)) from exc
 
 
-@dataclass
 class GrantStore:
-    path: Path
-    _file: MappingFile = field(init=False, repr=False)
+    __slots__ = ("_file", "path")
 
-    def __post_init__(self) -> None:
-        self._file = MappingFile(self.path, "YAML", _yaml, "ignoring remembered command grants")
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = MappingFile(path, "YAML", _yaml, "ignoring remembered command grants")
 
     def project(self, project: Path) -> ProjectGrants:
         entry = self._read().get(str(project))

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -78,7 +77,7 @@ class Presentation:
     locations: tuple[Location, ...] = ()
 
 
-@dataclass(slots=True)
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class ToolResult:
     """What a call produced: ``text`` for the model, ``display`` for the editor.
 
@@ -88,13 +87,18 @@ class ToolResult:
     external memory provider).
     """
 
-    text: str
-    ok: bool = True
-    display: tuple[Display, ...] = ()
-    locations: tuple[Location, ...] | None = None
-    raw_output: Any = None
-    ends_turn: str | None = None
-    effects: tuple[MemoryWritten, ...] = ()
+    __slots__ = ("display", "effects", "ends_turn", "locations", "ok", "raw_output", "text")
+
+    def __init__(self, text: str, ok: bool = True, display: tuple[Display, ...] = (),
+                 locations: tuple[Location, ...] | None = None, raw_output: Any = None, ends_turn: str | None = None,
+                 effects: tuple[MemoryWritten, ...] = ()) -> None:
+        self.text = text
+        self.ok = ok
+        self.display = display
+        self.locations = locations
+        self.raw_output = raw_output
+        self.ends_turn = ends_turn
+        self.effects = effects
 
 
 class ToolError(Exception):

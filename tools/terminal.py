@@ -22,7 +22,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -234,7 +233,7 @@ _TAIL_BYTES = 8 * 1024  # how much of the log's end a JobEnded looks at for its 
 _TAIL_CHARS = 2_000
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class BackgroundJob:
     """A command started with ``background=true``; it outlives the turn that started it.
 
@@ -242,22 +241,30 @@ class BackgroundJob:
     until then, and ``ended`` is set right after.
     """
 
-    pid: int
-    command: str
-    cwd: Path
-    log_path: Path
-    started_at: float  # wall-clock time
-    process: subprocess.Popen[bytes] = field(repr=False)
-    job_id: str = ""
-    session_id: str = ""
-    stdin: bool = False  # started with a pipe for its input (``process`` may write to it)
-    sandboxed: bool = False  # runs inside the session's OS sandbox (a write to it is judged there); False: outside
-    started_monotonic: float = field(default_factory=time.monotonic, repr=False)
-    end: JobEnded | None = None
-    ended: threading.Event = field(default_factory=threading.Event, repr=False)
-    read_offset: int = field(default=0, repr=False)  # how far ``read_new_output`` has read the log
-    _decoder: codecs.IncrementalDecoder = field(
-        default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"), repr=False)
+    def __init__(self, pid: int, command: str, cwd: Path, log_path: Path,
+                 started_at: float,  # wall-clock time
+                 process: subprocess.Popen[bytes], job_id: str = "", session_id: str = "",
+                 stdin: bool = False,  # started with a pipe for its input (``process`` may write to it)
+                 sandboxed: bool = False,  # runs inside the session's OS sandbox (a write to it is judged there)
+                 started_monotonic: float | None = None,  # None: now
+                 end: JobEnded | None = None, ended: threading.Event | None = None,
+                 read_offset: int = 0,  # how far ``read_new_output`` has read the log
+                 _decoder: codecs.IncrementalDecoder | None = None) -> None:
+        self.pid = pid
+        self.command = command
+        self.cwd = cwd
+        self.log_path = log_path
+        self.started_at = started_at
+        self.process = process
+        self.job_id = job_id
+        self.session_id = session_id
+        self.stdin = stdin
+        self.sandboxed = sandboxed
+        self.started_monotonic = time.monotonic() if started_monotonic is None else started_monotonic
+        self.end = end
+        self.ended = threading.Event() if ended is None else ended
+        self.read_offset = read_offset
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace") if _decoder is None else _decoder
 
     @property
     def exit_code(self) -> int | None:
@@ -324,7 +331,7 @@ def _exit_status(process: subprocess.Popen[bytes]) -> tuple[int | None, str | No
 OnEnd = Callable[[JobEnded], None]
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class BackgroundJobs:
     """One session's background commands: their ids, their ends, and what the model has not heard of yet.
 
@@ -334,14 +341,19 @@ class BackgroundJobs:
     thread, not on the event loop: see ``on_event_loop`` to get there.
     """
 
-    jobs: list[BackgroundJob] = field(default_factory=list)
-    on_end: OnEnd | None = None
-    _directory: Path | None = None
-    _count: int = 0  # ids handed out: job-1, job-2, … never reused in a session
-    _unreported: list[JobEnded] = field(default_factory=list)
-    _reported: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _closed: bool = False
+    __slots__ = ("_closed", "_count", "_directory", "_lock", "_reported", "_unreported", "jobs", "on_end")
+
+    def __init__(self, jobs: list[BackgroundJob] | None = None, on_end: OnEnd | None = None,
+                 _directory: Path | None = None, _count: int = 0, _unreported: list[JobEnded] | None = None,
+                 _reported: set[str] | None = None, _lock: threading.Lock | None = None, _closed: bool = False) -> None:
+        self.jobs: list[BackgroundJob] = [] if jobs is None else jobs
+        self.on_end = on_end
+        self._directory = _directory
+        self._count = _count  # ids handed out: job-1, job-2, … never reused in a session
+        self._unreported: list[JobEnded] = [] if _unreported is None else _unreported
+        self._reported: set[str] = set() if _reported is None else _reported
+        self._lock = threading.Lock() if _lock is None else _lock
+        self._closed = _closed
 
     def log_directory(self, session_id: str) -> Path:
         """A private temporary directory for this session's logs, made on first use and named after this

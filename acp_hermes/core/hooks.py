@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,32 +63,45 @@ class PromptVerdict:
     context: tuple[str, ...] = ()
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class SessionHooks:
     """The hooks of one session (a child's are its own, from the same config)."""
 
-    settings: Settings
-    session_id: str
-    cwd: Path
-    approvals: HookApprovals
-    gate: PermissionGate
-    notify: Callable[[str], None]
-    approve: Callable[[Hook], Awaitable[bool]]  # puts a project hook's command to the user; True: approved
-    transcript: Callable[[], Path | None]  # writes the readable export a hook may read (blocking)
-    names_of: Callable[[str], tuple[str, ...]] = lambda name: (name,)  # a tool's names, ours then Claude Code's
-    own: Path | None = None  # acp-hermes's folder in HERMES_HOME: answers not understood are kept there for doctor
-    subagent: bool = False
-    trusted: Callable[[], bool] = lambda: False  # whether the workspace is trusted now (core.trust): its hooks load
-    _hooks: list[Hook] | None = None
-    _loaded_trusted = False  # the trust the loaded hooks were read under: a decision later reloads them
-    _rejected: set[str] = field(default_factory=set)  # project commands the user declined this session
-    _approved: set[str] = field(default_factory=set)  # ... and those found approved
-    _told: set[tuple[str, str]] = field(default_factory=set)  # (hook, what it said) the user was told of
-    _approving: anyio.Lock | None = None
-    _source: str | None = None  # how the session began (SessionStart's ``source``); None: not a session of the user's
-    _started: anyio.Event | None = None
-    _ended = False  # SessionEnd was fired
-    _start_context: list[str] = field(default_factory=list)
+    __slots__ = ("_approved", "_approving", "_ended", "_hooks", "_loaded_trusted", "_rejected", "_source",
+                 "_start_context", "_started", "_told", "approvals", "approve", "cwd", "gate", "names_of", "notify",
+                 "own", "session_id", "settings", "subagent", "transcript", "trusted")
+
+    def __init__(self, settings: Settings, session_id: str, cwd: Path, approvals: HookApprovals,
+                 gate: PermissionGate, notify: Callable[[str], None], approve: Callable[[Hook], Awaitable[bool]],
+                 transcript: Callable[[], Path | None],
+                 names_of: Callable[[str], tuple[str, ...]] = lambda name: (name,), own: Path | None = None,
+                 subagent: bool = False, trusted: Callable[[], bool] = lambda: False,
+                 _hooks: list[Hook] | None = None, _rejected: set[str] | None = None,
+                 _approved: set[str] | None = None, _told: set[tuple[str, str]] | None = None,
+                 _approving: anyio.Lock | None = None, _source: str | None = None,
+                 _started: anyio.Event | None = None, _start_context: list[str] | None = None) -> None:
+        self.settings = settings
+        self.session_id = session_id
+        self.cwd = cwd
+        self.approvals = approvals
+        self.gate = gate
+        self.notify = notify
+        self.approve = approve  # puts a project hook's command to the user; True: approved
+        self.transcript = transcript  # writes the readable export a hook may read (blocking)
+        self.names_of = names_of  # a tool's names, ours then Claude Code's
+        self.own = own  # acp-hermes's folder in HERMES_HOME: answers not understood are kept there for doctor
+        self.subagent = subagent
+        self.trusted = trusted  # whether the workspace is trusted now (core.trust): its hooks load
+        self._hooks = _hooks
+        self._loaded_trusted = False  # the trust the loaded hooks were read under: a decision later reloads them
+        self._rejected: set[str] = set() if _rejected is None else _rejected  # project commands declined this session
+        self._approved: set[str] = set() if _approved is None else _approved  # ... and those found approved
+        self._told: set[tuple[str, str]] = set() if _told is None else _told  # (hook, what it said) the user was told
+        self._approving = _approving
+        self._source = _source  # how the session began (SessionStart's ``source``); None: not a session of the user's
+        self._started = _started
+        self._ended = False  # SessionEnd was fired
+        self._start_context: list[str] = [] if _start_context is None else _start_context
 
     # -- which hooks
 

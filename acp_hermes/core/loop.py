@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -111,27 +111,37 @@ class TurnSettings:
     cache_ttl: str
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class TurnResult:
-    stop_reason: StopReason
-    usage: Usage = field(default_factory=Usage)
-    model_calls: int = 0
-    context_tokens: int = 0  # what the last model call measured (0: none did, or a compaction followed)
-    measured_messages: int = 0  # how many messages of the transcript that measure covers
-    tools_used: set[str] = field(default_factory=set)  # names of the tools the model called
-    failure: str | None = None  # why the turn broke off (the model failed), told to the user
-    rate_limited: bool = False  # it broke off on the API's 429 with no retry left
+    __slots__ = ("context_tokens", "failure", "measured_messages", "model_calls", "rate_limited", "stop_reason",
+                 "tools_used", "usage")
+
+    def __init__(self, stop_reason: StopReason, usage: Usage | None = None, model_calls: int = 0,
+                 context_tokens: int = 0, measured_messages: int = 0, tools_used: set[str] | None = None,
+                 failure: str | None = None, rate_limited: bool = False) -> None:
+        self.stop_reason = stop_reason
+        self.usage = Usage() if usage is None else usage
+        self.model_calls = model_calls
+        self.context_tokens = context_tokens  # what the last model call measured (0: none, or a compaction followed)
+        self.measured_messages = measured_messages  # how many messages of the transcript that measure covers
+        self.tools_used: set[str] = set() if tools_used is None else tools_used  # names of the tools the model called
+        self.failure = failure  # why the turn broke off (the model failed), told to the user
+        self.rate_limited = rate_limited  # it broke off on the API's 429 with no retry left
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class _Call:
     """A tool call the editor has been told about and that has not finished yet."""
 
-    call: ToolCall
-    title: str
-    kind: str
-    locations: tuple[Location, ...] = ()  # as announced
-    plan: tuple[PlanEntry, ...] | None = None
+    __slots__ = ("call", "kind", "locations", "plan", "title")
+
+    def __init__(self, call: ToolCall, title: str, kind: str, locations: tuple[Location, ...] = (),
+                 plan: tuple[PlanEntry, ...] | None = None) -> None:
+        self.call = call
+        self.title = title
+        self.kind = kind
+        self.locations = locations  # as announced
+        self.plan = plan
 
 
 class _CallSink:

@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from acp_hermes.core.events import Event, EventSink, ToolCallFinished, ToolCallStarted
@@ -79,14 +79,18 @@ HELD = ("Held for the user's approval: it will be shown to them with its diff at
 HELD_SHOWN = "Held for your approval: you will see it with its diff at the start of your next prompt."
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class Nudges:
     """When a review is due; the counters live as long as the session object."""
 
-    memory_interval: int  # user turns between memory reviews (0: never)
-    skill_interval: int  # tool-using model calls between skill reviews (0: never)
-    turns_since_memory: int = 0
-    calls_since_skill: int = 0
+    __slots__ = ("calls_since_skill", "memory_interval", "skill_interval", "turns_since_memory")
+
+    def __init__(self, memory_interval: int, skill_interval: int, turns_since_memory: int = 0,
+                 calls_since_skill: int = 0) -> None:
+        self.memory_interval = memory_interval  # user turns between memory reviews (0: never)
+        self.skill_interval = skill_interval  # tool-using model calls between skill reviews (0: never)
+        self.turns_since_memory = turns_since_memory
+        self.calls_since_skill = calls_since_skill
 
     def after_turn(self, tools_used: set[str], tool_calls: int) -> tuple[bool, bool]:
         """Count a finished turn; (review memory?, review skills?) — a review that fires resets."""
@@ -114,21 +118,27 @@ class Proposal:
     author: str = "review"  # whose change it is, for the skills history (review or curator)
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class ReviewTarget:
     """What a review needs of its session (handed over by the session: no cycle)."""
 
-    messages: list[Message]  # a snapshot (messages are immutable)
-    system_prompt: str
-    settings: TurnSettings
-    provider: Provider
-    registry: ToolRegistry
-    scope: ToolScope
-    editor: Editor
-    gate: PermissionGate
-    sink: EventSink
-    transcript: Transcript  # where its calls are stored for replay (the session's current segment)
-    proposals: list[Proposal] = field(default_factory=list)  # filled in default mode
+    __slots__ = ("editor", "gate", "messages", "proposals", "provider", "registry", "scope", "settings", "sink",
+                 "system_prompt", "transcript")
+
+    def __init__(self, messages: list[Message], system_prompt: str, settings: TurnSettings, provider: Provider,
+                 registry: ToolRegistry, scope: ToolScope, editor: Editor, gate: PermissionGate, sink: EventSink,
+                 transcript: Transcript, proposals: list[Proposal] | None = None) -> None:
+        self.messages = messages  # a snapshot (messages are immutable)
+        self.system_prompt = system_prompt
+        self.settings = settings
+        self.provider = provider
+        self.registry = registry
+        self.scope = scope
+        self.editor = editor
+        self.gate = gate
+        self.sink = sink
+        self.transcript = transcript  # where its calls are stored for replay (the session's current segment)
+        self.proposals: list[Proposal] = [] if proposals is None else proposals  # filled in default mode
 
 
 async def review(target: ReviewTarget, *, memory: bool, skills: bool, curate: bool = False) -> tuple[Usage, int]:
@@ -275,8 +285,9 @@ async def offer_proposals(proposals: list[Proposal], *, registry: ToolRegistry, 
         call = ToolCall(f"proposal-{uuid.uuid4()}", proposal.name, proposal.arguments)
 
         def as_author(call_id: str, title: str, call_sink: ToolEventSink, author: str = proposal.author) -> ToolContext:
-            ctx = make_context(call_id, title, call_sink)
-            return dataclasses.replace(ctx, scope=attributed(ctx.scope, author))
+            ctx = make_context(call_id, title, call_sink)  # a new context: this call's alone
+            ctx.scope = attributed(ctx.scope, author)
+            return ctx
 
         source = "the curation pass" if proposal.author == "curator" else "a review"
         await run_beside_turn(call, f"Proposed by {source}: {proposal.title}", "edit", registry=registry,

@@ -13,7 +13,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,28 +43,47 @@ log = logging.getLogger(__name__)
 TOOL_WARM_UP_DELAY = 0.5
 
 
-@dataclass
 class Runtime:
-    settings: Settings
-    paths: Paths
-    db_opening: Future[SessionDB] | None = None  # state.db being opened on a thread since start-up
-    sandbox_probe: Future[None] | None = None  # the OS sandbox being tried on a thread since start-up
-    trust_everything: bool = False  # --trust / ACP_HERMES_TRUST: every workspace trusted (headless use)
-    warmed: Callable[[], None] = lambda: None  # the warm-up's first step is done (the server's GC starts then)
-    _provider: AnthropicProvider | None = None
-    _registry: ToolRegistry | None = None
-    _db: SessionDB | None = None
-    _db_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _build_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # the warm-up builds on a thread
-    # Sessions are built on worker threads (core.sessions): the stores they share are made once.
-    _stores_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _memory: MemoryStore | None = None
-    _memory_providers: MemoryProviders | None = None
-    _grants: GrantStore | None = None
-    _trust: TrustStore | None = None
-    # By project, and whether its own skills are in (a trusted workspace): sessions there share the index.
-    _skills: dict[tuple[Path, bool], SkillStore] = field(default_factory=dict)
-    _checkpoints: dict[Path, CheckpointStore] = field(default_factory=dict)  # by workspace: sessions there share it
+    """What every session of the process shares, built on first use (a plain class, not a dataclass:
+    defining one costs a millisecond on the way to the first prompt)."""
+
+    __slots__ = ("_build_lock", "_checkpoints", "_db", "_db_lock", "_grants", "_memory", "_memory_providers",
+                 "_provider", "_registry", "_skills", "_stores_lock", "_trust", "db_opening", "paths", "sandbox_probe",
+                 "settings", "trust_everything", "warmed")
+
+    def __init__(self, settings: Settings, paths: Paths,
+                 db_opening: Future[SessionDB] | None = None,  # state.db being opened on a thread since start-up
+                 sandbox_probe: Future[None] | None = None,  # the OS sandbox being tried on a thread since start-up
+                 trust_everything: bool = False,  # --trust / ACP_HERMES_TRUST: every workspace trusted (headless use)
+                 warmed: Callable[[], None] = lambda: None,  # the warm-up's first step is done (the server's GC starts)
+                 _provider: AnthropicProvider | None = None, _registry: ToolRegistry | None = None,
+                 _db: SessionDB | None = None, _db_lock: threading.Lock | None = None,
+                 _build_lock: threading.Lock | None = None, _stores_lock: threading.Lock | None = None,
+                 _memory: MemoryStore | None = None, _memory_providers: MemoryProviders | None = None,
+                 _grants: GrantStore | None = None, _trust: TrustStore | None = None,
+                 _skills: dict[tuple[Path, bool], SkillStore] | None = None,
+                 _checkpoints: dict[Path, CheckpointStore] | None = None) -> None:
+        self.settings = settings
+        self.paths = paths
+        self.db_opening = db_opening
+        self.sandbox_probe = sandbox_probe
+        self.trust_everything = trust_everything
+        self.warmed = warmed
+        self._provider = _provider
+        self._registry = _registry
+        self._db = _db
+        self._db_lock = threading.Lock() if _db_lock is None else _db_lock
+        self._build_lock = threading.Lock() if _build_lock is None else _build_lock  # the warm-up builds on a thread
+        # Sessions are built on worker threads (core.sessions): the stores they share are made once.
+        self._stores_lock = threading.Lock() if _stores_lock is None else _stores_lock
+        self._memory = _memory
+        self._memory_providers = _memory_providers
+        self._grants = _grants
+        self._trust = _trust
+        # By project, and whether its own skills are in (a trusted workspace): sessions there share the index.
+        self._skills: dict[tuple[Path, bool], SkillStore] = {} if _skills is None else _skills
+        # By workspace: sessions there share it.
+        self._checkpoints: dict[Path, CheckpointStore] = {} if _checkpoints is None else _checkpoints
 
     @property
     def provider(self) -> AnthropicProvider:

@@ -11,21 +11,24 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acp_hermes.core.quotas import QuotaExceeded
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class TurnReport:
     """Filled in by the turn of one prompt."""
 
-    wants_files: bool = False  # compute ``changed`` (a diff of the turn's checkpoints: git runs)
-    exceeded: QuotaExceeded | None = None  # a limit ended the turn (or refused the prompt)
-    changed: tuple[str, ...] | None = None  # absolute paths the turn changed; None: not known (no checkpoints)
-    ran: bool = False  # a model turn ran (a slash command's answer has nothing to report)
+    __slots__ = ("changed", "exceeded", "ran", "wants_files")
+
+    def __init__(self, wants_files: bool = False, exceeded: QuotaExceeded | None = None,
+                 changed: tuple[str, ...] | None = None, ran: bool = False) -> None:
+        self.wants_files = wants_files  # compute ``changed`` (a diff of the turn's checkpoints: git runs)
+        self.exceeded = exceeded  # a limit ended the turn (or refused the prompt)
+        self.changed = changed  # absolute paths the turn changed; None: not known (no checkpoints)
+        self.ran = ran  # a model turn ran (a slash command's answer has nothing to report)
 
 
 _CURRENT: contextvars.ContextVar[TurnReport | None] = contextvars.ContextVar("turn_report", default=None)

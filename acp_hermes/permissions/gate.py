@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -99,19 +98,28 @@ class Asker(Protocol):
         ...
 
 
-@dataclass
 class SessionGrants:
-    """What the user chose "always" for, for the rest of this session."""
+    """What the user chose "always" for, for the rest of this session (a plain class, not a dataclass:
+    defining one costs a millisecond on the way to the first prompt; ``None``: a new empty set)."""
 
-    edits: bool | None = None
-    allow_state: set[str] = field(default_factory=set)
-    reject_state: set[str] = field(default_factory=set)
-    allow_commands: set[str] = field(default_factory=set)
-    reject_commands: set[str] = field(default_factory=set)
-    readable_dirs: set[Path] = field(default_factory=set)
-    unreadable_dirs: set[Path] = field(default_factory=set)
-    allow_jobs: set[str] = field(default_factory=set)  # "<session id>/<job id>": never kept past the session
-    reject_jobs: set[str] = field(default_factory=set)
+    __slots__ = ("allow_commands", "allow_jobs", "allow_state", "edits", "readable_dirs", "reject_commands",
+                 "reject_jobs", "reject_state", "unreadable_dirs")
+
+    def __init__(self, edits: bool | None = None, allow_state: set[str] | None = None,
+                 reject_state: set[str] | None = None, allow_commands: set[str] | None = None,
+                 reject_commands: set[str] | None = None, readable_dirs: set[Path] | None = None,
+                 unreadable_dirs: set[Path] | None = None, allow_jobs: set[str] | None = None,
+                 reject_jobs: set[str] | None = None) -> None:
+        self.edits = edits
+        self.allow_state = set() if allow_state is None else allow_state
+        self.reject_state = set() if reject_state is None else reject_state
+        self.allow_commands = set() if allow_commands is None else allow_commands
+        self.reject_commands = set() if reject_commands is None else reject_commands
+        self.readable_dirs = set() if readable_dirs is None else readable_dirs
+        self.unreadable_dirs = set() if unreadable_dirs is None else unreadable_dirs
+        # "<session id>/<job id>": never kept past the session
+        self.allow_jobs = set() if allow_jobs is None else allow_jobs
+        self.reject_jobs = set() if reject_jobs is None else reject_jobs
 
 
 class PermissionGate:

@@ -24,7 +24,6 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from acp_hermes_memory.scan import scan
@@ -69,16 +68,21 @@ class _Parsed:
     error: str | None = None  # why the skill is not listed (logged once, when parsed)
 
 
-@dataclass(slots=True)
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class Snapshot:
     """The index and the mtimes it was built from."""
 
-    skills: tuple[SkillInfo, ...]
-    watched: list[str]
-    mtimes: list[int]
-    parsed: dict[str, _Parsed] = field(default_factory=dict)
-    settled: bool = True  # no watched mtime was recent when it was built
-    quarantined: tuple[Quarantined, ...] = ()  # project skills the scanner flagged
+    __slots__ = ("mtimes", "parsed", "quarantined", "settled", "skills", "watched")
+
+    def __init__(self, skills: tuple[SkillInfo, ...], watched: list[str], mtimes: list[int],
+                 parsed: dict[str, _Parsed] | None = None, settled: bool = True,
+                 quarantined: tuple[Quarantined, ...] = ()) -> None:
+        self.skills = skills
+        self.watched = watched
+        self.mtimes = mtimes
+        self.parsed: dict[str, _Parsed] = {} if parsed is None else parsed
+        self.settled = settled  # no watched mtime was recent when it was built
+        self.quarantined = quarantined  # project skills the scanner flagged
 
     def unchanged(self) -> bool:
         if not self.settled:

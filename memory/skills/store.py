@@ -24,7 +24,6 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from acp_hermes_memory.fs import (
@@ -98,13 +97,18 @@ def current_platform() -> str:
     return "linux"
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class _Shared:
     """A store's index and what is built on it, shared by the copies ``with_author`` makes."""
 
-    snapshot: Snapshot | None = None
-    dirty: bool = False
-    statuses: tuple[tuple[SkillInfo, ...], dict[str, Usage], tuple[SkillStatus, ...]] | None = None
+    __slots__ = ("dirty", "snapshot", "statuses")
+
+    def __init__(self, snapshot: Snapshot | None = None, dirty: bool = False,
+                 statuses: tuple[tuple[SkillInfo, ...], dict[str, Usage], tuple[SkillStatus, ...]] | None = None,
+                 ) -> None:
+        self.snapshot = snapshot
+        self.dirty = dirty
+        self.statuses = statuses
 
 
 class SkillStore:

@@ -19,7 +19,6 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from acp_hermes_tools.checkpoints.git import EMAIL, IDENTITY, Git
@@ -34,22 +33,31 @@ _FAST_IMPORT = (
 _REMOVED = b"0 " + b"0" * 40 + b"\t"
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class Plan:
     """What the listing's paths turned out to be, by ``lstat``, before anything is read."""
 
-    remove: list[str] = field(default_factory=list)  # tracked, and gone or no longer a file to keep
-    read: list[str] = field(default_factory=list)  # files and symlinks to store
-    skipped_large: list[str] = field(default_factory=list)
-    skipped_unreadable: list[str] = field(default_factory=list)
+    __slots__ = ("read", "remove", "skipped_large", "skipped_unreadable")
+
+    def __init__(self, remove: list[str] | None = None, read: list[str] | None = None,
+                 skipped_large: list[str] | None = None, skipped_unreadable: list[str] | None = None) -> None:
+        self.remove: list[str] = [] if remove is None else remove  # tracked, and gone or no longer a file to keep
+        self.read: list[str] = [] if read is None else read  # files and symlinks to store
+        self.skipped_large: list[str] = [] if skipped_large is None else skipped_large
+        self.skipped_unreadable: list[str] = [] if skipped_unreadable is None else skipped_unreadable
 
 
-@dataclass
+# A plain class, not a dataclass: defining one costs about a millisecond before the first prompt.
 class Written:
-    commit: str = ""
-    tree: str = ""
-    index_info: list[bytes] = field(default_factory=list)  # ``update-index -z --index-info`` records
-    stored_bytes: int = 0  # of file content: what the index's refresh will hash again
+    __slots__ = ("commit", "index_info", "stored_bytes", "tree")
+
+    def __init__(self, commit: str = "", tree: str = "", index_info: list[bytes] | None = None,
+                 stored_bytes: int = 0) -> None:
+        self.commit = commit
+        self.tree = tree
+        # ``update-index -z --index-info`` records
+        self.index_info: list[bytes] = [] if index_info is None else index_info
+        self.stored_bytes = stored_bytes  # of file content: what the index's refresh will hash again
 
 
 def plan(workspace: Path, listing: Listing, max_file_bytes: int) -> Plan:
