@@ -162,8 +162,8 @@ class InitIndex:
         stamps = _stamps([init_file, *folders])
         with self._lock:
             kept = self._entries.get(init_file)
-        if isinstance(kept, dict) and kept.get("stamps") == stamps:
-            with contextlib.suppress(KeyError, TypeError, ValueError):  # a damaged entry: read afresh
+        if stamps is not None and isinstance(kept, dict) and kept.get("stamps") == stamps:
+            with contextlib.suppress(AttributeError, KeyError, TypeError, ValueError):  # damaged: read afresh
                 return _decoded(kept)
         submodules = _submodules(folders)
         init = reexports(source(), submodules)
@@ -173,11 +173,13 @@ class InitIndex:
         return init, submodules
 
     def save(self) -> None:
-        """Write the entries read since the last save (nothing, when none was): best effort, as a
-        missing index only costs the reading again."""
+        """Write the entries read since the last save (nothing, when none was), less those of files
+        that are gone (an SDK installed elsewhere since): best effort, as a missing index only costs
+        the reading again."""
         with self._lock:
             if self._path is None or not self._changed:
                 return
+            self._entries = {name: entry for name, entry in self._entries.items() if os.path.exists(name)}
             text = json.dumps({"format": INDEX_FORMAT, "packages": self._entries}, separators=(",", ":"))
             self._changed = False
         try:

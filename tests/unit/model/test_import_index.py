@@ -124,3 +124,18 @@ def test_an_index_without_a_file_keeps_nothing(package: Path) -> None:
     _read(index, package, reads)  # the same index: its entry stands
     _read(InitIndex(None), package, reads)
     assert len(reads) == 2
+
+
+def test_entries_of_packages_gone_are_dropped_when_it_is_saved(package: Path, tmp_path: Path) -> None:
+    path = tmp_path / "import-index.json"
+    gone = tmp_path / "old" / "pkg"
+    gone.mkdir(parents=True)
+    (gone / "__init__.py").write_text(INIT, encoding="utf-8")
+    index = InitIndex(path)
+    _read(index, gone, [])
+    index.save()
+    (gone / "__init__.py").unlink()  # that install is gone (an SDK upgraded into another folder)
+    index = InitIndex(path)
+    _read(index, package, [])
+    index.save()
+    assert list(json.loads(path.read_text(encoding="utf-8"))["packages"]) == [str(package / "__init__.py")]
