@@ -160,25 +160,20 @@ class ToolContext:
                  "_authorized_reads", "_authorized_state", "call_id", "editor", "gate", "scope", "sink", "title")
 
     def __init__(self, call_id: str, scope: ToolScope, editor: Editor, gate: Gate, sink: ToolEventSink,
-                 title: str = "",  # the title the editor shows for this call
-                 _authorized_paths: set[Path] | None = None, _authorized_commands: dict[str, Permit] | None = None,
-                 _authorized_state: set[Path] | None = None, _authorized_reads: set[Path] | None = None,
-                 _authorized_external: set[tuple[str, str]] | None = None,
-                 _authorized_jobs: set[tuple[str, str, str, bool]] | None = None) -> None:
+                 title: str = "") -> None:  # the title the editor shows for this call
         self.call_id = call_id
         self.scope = scope
         self.editor = editor
         self.gate = gate
         self.sink = sink
         self.title = title
-        self._authorized_paths: set[Path] = set() if _authorized_paths is None else _authorized_paths
-        self._authorized_commands: dict[str, Permit] = {} if _authorized_commands is None else _authorized_commands
-        self._authorized_state: set[Path] = set() if _authorized_state is None else _authorized_state
-        self._authorized_reads: set[Path] = set() if _authorized_reads is None else _authorized_reads
-        self._authorized_external: set[tuple[str, str]] = (set() if _authorized_external is None
-                                                           else _authorized_external)
-        # (job id, action, input, eof)
-        self._authorized_jobs: set[tuple[str, str, str, bool]] = set() if _authorized_jobs is None else _authorized_jobs
+        # What this call was allowed so far: never given, only earned through the gate.
+        self._authorized_paths: set[Path] = set()
+        self._authorized_commands: dict[str, Permit] = {}
+        self._authorized_state: set[Path] = set()
+        self._authorized_reads: set[Path] = set()
+        self._authorized_external: set[tuple[str, str]] = set()
+        self._authorized_jobs: set[tuple[str, str, str, bool]] = set()  # (job id, action, input, eof)
 
     @property
     def session_id(self) -> str:

@@ -245,11 +245,7 @@ class BackgroundJob:
                  started_at: float,  # wall-clock time
                  process: subprocess.Popen[bytes], job_id: str = "", session_id: str = "",
                  stdin: bool = False,  # started with a pipe for its input (``process`` may write to it)
-                 sandboxed: bool = False,  # runs inside the session's OS sandbox (a write to it is judged there)
-                 started_monotonic: float | None = None,  # None: now
-                 end: JobEnded | None = None, ended: threading.Event | None = None,
-                 read_offset: int = 0,  # how far ``read_new_output`` has read the log
-                 _decoder: codecs.IncrementalDecoder | None = None) -> None:
+                 sandboxed: bool = False) -> None:  # runs inside the session's OS sandbox (writes judged there)
         self.pid = pid
         self.command = command
         self.cwd = cwd
@@ -260,11 +256,11 @@ class BackgroundJob:
         self.session_id = session_id
         self.stdin = stdin
         self.sandboxed = sandboxed
-        self.started_monotonic = time.monotonic() if started_monotonic is None else started_monotonic
-        self.end = end
-        self.ended = threading.Event() if ended is None else ended
-        self.read_offset = read_offset
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace") if _decoder is None else _decoder
+        self.started_monotonic = time.monotonic()
+        self.end: JobEnded | None = None
+        self.ended = threading.Event()
+        self.read_offset = 0  # how far ``read_new_output`` has read the log
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     @property
     def exit_code(self) -> int | None:
@@ -343,17 +339,15 @@ class BackgroundJobs:
 
     __slots__ = ("_closed", "_count", "_directory", "_lock", "_reported", "_unreported", "jobs", "on_end")
 
-    def __init__(self, jobs: list[BackgroundJob] | None = None, on_end: OnEnd | None = None,
-                 _directory: Path | None = None, _count: int = 0, _unreported: list[JobEnded] | None = None,
-                 _reported: set[str] | None = None, _lock: threading.Lock | None = None, _closed: bool = False) -> None:
-        self.jobs: list[BackgroundJob] = [] if jobs is None else jobs
-        self.on_end = on_end
-        self._directory = _directory
-        self._count = _count  # ids handed out: job-1, job-2, … never reused in a session
-        self._unreported: list[JobEnded] = [] if _unreported is None else _unreported
-        self._reported: set[str] = set() if _reported is None else _reported
-        self._lock = threading.Lock() if _lock is None else _lock
-        self._closed = _closed
+    def __init__(self) -> None:
+        self.jobs: list[BackgroundJob] = []
+        self.on_end: OnEnd | None = None
+        self._directory: Path | None = None
+        self._count = 0  # ids handed out: job-1, job-2, … never reused in a session
+        self._unreported: list[JobEnded] = []
+        self._reported: set[str] = set()
+        self._lock = threading.Lock()
+        self._closed = False
 
     def log_directory(self, session_id: str) -> Path:
         """A private temporary directory for this session's logs, made on first use and named after this

@@ -75,11 +75,7 @@ class SessionHooks:
                  gate: PermissionGate, notify: Callable[[str], None], approve: Callable[[Hook], Awaitable[bool]],
                  transcript: Callable[[], Path | None],
                  names_of: Callable[[str], tuple[str, ...]] = lambda name: (name,), own: Path | None = None,
-                 subagent: bool = False, trusted: Callable[[], bool] = lambda: False,
-                 _hooks: list[Hook] | None = None, _rejected: set[str] | None = None,
-                 _approved: set[str] | None = None, _told: set[tuple[str, str]] | None = None,
-                 _approving: anyio.Lock | None = None, _source: str | None = None,
-                 _started: anyio.Event | None = None, _start_context: list[str] | None = None) -> None:
+                 subagent: bool = False, trusted: Callable[[], bool] = lambda: False) -> None:
         self.settings = settings
         self.session_id = session_id
         self.cwd = cwd
@@ -92,16 +88,16 @@ class SessionHooks:
         self.own = own  # acp-hermes's folder in HERMES_HOME: answers not understood are kept there for doctor
         self.subagent = subagent
         self.trusted = trusted  # whether the workspace is trusted now (core.trust): its hooks load
-        self._hooks = _hooks
+        self._hooks: list[Hook] | None = None
         self._loaded_trusted = False  # the trust the loaded hooks were read under: a decision later reloads them
-        self._rejected: set[str] = set() if _rejected is None else _rejected  # project commands declined this session
-        self._approved: set[str] = set() if _approved is None else _approved  # ... and those found approved
-        self._told: set[tuple[str, str]] = set() if _told is None else _told  # (hook, what it said) the user was told
-        self._approving = _approving
-        self._source = _source  # how the session began (SessionStart's ``source``); None: not a session of the user's
-        self._started = _started
+        self._rejected: set[str] = set()  # project commands declined this session
+        self._approved: set[str] = set()  # ... and those found approved
+        self._told: set[tuple[str, str]] = set()  # (hook, what it said) the user was told
+        self._approving: anyio.Lock | None = None
+        self._source: str | None = None  # how the session began (SessionStart's ``source``); None: not the user's
+        self._started: anyio.Event | None = None
         self._ended = False  # SessionEnd was fired
-        self._start_context: list[str] = [] if _start_context is None else _start_context
+        self._start_context: list[str] = []
 
     # -- which hooks
 

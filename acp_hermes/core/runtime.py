@@ -55,35 +55,27 @@ class Runtime:
                  db_opening: Future[SessionDB] | None = None,  # state.db being opened on a thread since start-up
                  sandbox_probe: Future[None] | None = None,  # the OS sandbox being tried on a thread since start-up
                  trust_everything: bool = False,  # --trust / ACP_HERMES_TRUST: every workspace trusted (headless use)
-                 warmed: Callable[[], None] = lambda: None,  # the warm-up's first step is done (the server's GC starts)
-                 _provider: AnthropicProvider | None = None, _registry: ToolRegistry | None = None,
-                 _db: SessionDB | None = None, _db_lock: threading.Lock | None = None,
-                 _build_lock: threading.Lock | None = None, _stores_lock: threading.Lock | None = None,
-                 _memory: MemoryStore | None = None, _memory_providers: MemoryProviders | None = None,
-                 _grants: GrantStore | None = None, _trust: TrustStore | None = None,
-                 _skills: dict[tuple[Path, bool], SkillStore] | None = None,
-                 _checkpoints: dict[Path, CheckpointStore] | None = None) -> None:
+                 warmed: Callable[[], None] = lambda: None) -> None:  # the warm-up's first step is done (GC starts)
         self.settings = settings
         self.paths = paths
         self.db_opening = db_opening
         self.sandbox_probe = sandbox_probe
         self.trust_everything = trust_everything
         self.warmed = warmed
-        self._provider = _provider
-        self._registry = _registry
-        self._db = _db
-        self._db_lock = threading.Lock() if _db_lock is None else _db_lock
-        self._build_lock = threading.Lock() if _build_lock is None else _build_lock  # the warm-up builds on a thread
+        self._provider: AnthropicProvider | None = None
+        self._registry: ToolRegistry | None = None
+        self._db: SessionDB | None = None
+        self._db_lock = threading.Lock()
+        self._build_lock = threading.Lock()  # the warm-up builds on a thread
         # Sessions are built on worker threads (core.sessions): the stores they share are made once.
-        self._stores_lock = threading.Lock() if _stores_lock is None else _stores_lock
-        self._memory = _memory
-        self._memory_providers = _memory_providers
-        self._grants = _grants
-        self._trust = _trust
+        self._stores_lock = threading.Lock()
+        self._memory: MemoryStore | None = None
+        self._memory_providers: MemoryProviders | None = None
+        self._grants: GrantStore | None = None
+        self._trust: TrustStore | None = None
         # By project, and whether its own skills are in (a trusted workspace): sessions there share the index.
-        self._skills: dict[tuple[Path, bool], SkillStore] = {} if _skills is None else _skills
-        # By workspace: sessions there share it.
-        self._checkpoints: dict[Path, CheckpointStore] = {} if _checkpoints is None else _checkpoints
+        self._skills: dict[tuple[Path, bool], SkillStore] = {}
+        self._checkpoints: dict[Path, CheckpointStore] = {}  # by workspace: sessions there share it
 
     @property
     def provider(self) -> AnthropicProvider:

@@ -56,6 +56,7 @@ def env(tmp_path: Path) -> Iterator[Env]:
     provider = FakeProvider()
     # The workspace is trusted (trust.ask: false): these tests are not about trust (tests/unit/core/test_trust.py is).
     settings = Settings(sandbox="off", models=["claude-other"], trust={"ask": False})
-    runtime = Runtime(settings, Paths(tmp_path / "hermes"), _provider=provider)  # type: ignore[arg-type]
+    runtime = Runtime(settings, Paths(tmp_path / "hermes"))
+    runtime._provider = provider  # type: ignore[assignment]
     yield Env(runtime, provider, cwd)
     runtime.db.close()

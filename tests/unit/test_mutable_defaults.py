@@ -4,7 +4,6 @@ sets, dicts and locks, as ``field(default_factory=...)`` gave it, and one passed
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +54,6 @@ def test_each_instance_gets_its_own_containers(tmp_path: Path) -> None:
 
 def test_a_container_passed_in_is_the_one_kept(tmp_path: Path) -> None:
     proposals: list[Any] = []
-    lock = threading.Lock()
     assert ReviewTarget(*(NOTHING,) * 10, proposals=proposals).proposals is proposals
-    assert Runtime(Settings(), Paths(tmp_path), _db_lock=lock)._db_lock is lock
     allowed = {"git status"}
     assert SessionGrants(allow_commands=allowed).allow_commands is allowed
