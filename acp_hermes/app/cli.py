@@ -376,27 +376,21 @@ def _open_state_db_early(paths: Paths) -> Future[SessionDB]:
     were killed (``tools.temp_dirs``).
     """
     import logging
-    import threading
-    from concurrent.futures import Future
 
-    opening: Future[SessionDB] = Future()
+    from acp_hermes_memory.threads import on_thread
 
-    def open_db() -> None:
-        try:
-            from acp_hermes_memory.fs import remove_stale_temp_files
-            from acp_hermes_memory.session_db import SessionDB
-            from acp_hermes_tools.temp_dirs import remove_dead_owners
+    def open_db() -> SessionDB:
+        from acp_hermes_memory.fs import remove_stale_temp_files
+        from acp_hermes_memory.session_db import SessionDB
+        from acp_hermes_tools.temp_dirs import remove_dead_owners
 
-            for folder in remove_dead_owners():  # first, so whoever has the database finds them gone
-                logging.getLogger("acp_hermes").info("removed %s: the process that made it is gone", folder)
-            for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
-                remove_stale_temp_files(directory)
-            opening.set_result(SessionDB(paths.state_db))
-        except BaseException as exc:  # handed to whoever needs the database
-            opening.set_exception(exc)
+        for folder in remove_dead_owners():  # first, so whoever has the database finds them gone
+            logging.getLogger("acp_hermes").info("removed %s: the process that made it is gone", folder)
+        for directory in (paths.own, paths.memories):  # first: a session finds the directory tidy
+            remove_stale_temp_files(directory)
+        return SessionDB(paths.state_db)
 
-    threading.Thread(target=open_db, name="state.db open", daemon=True).start()
-    return opening
+    return on_thread("state.db open", open_db)  # what it raised is handed to whoever needs the database
 
 
 def _probe_sandbox_early(settings: StartingSettings) -> Future[None]:
@@ -406,23 +400,15 @@ def _probe_sandbox_early(settings: StartingSettings) -> Future[None]:
     bubblewrap can start here (tens of milliseconds): begun now, the answer is there long before.
     ``Runtime.sandbox`` takes it (``tools.sandbox.detect`` keeps it for the process).
     """
-    import threading
-    from concurrent.futures import Future
-
-    probing: Future[None] = Future()
+    from acp_hermes_memory.threads import on_thread
 
     def probe() -> None:
-        try:
-            from acp_hermes_tools.sandbox import detect
+        from acp_hermes_tools.sandbox import detect
 
-            if settings.sandbox != "off":
-                detect()
-            probing.set_result(None)
-        except BaseException as exc:  # tried again where it is needed
-            probing.set_exception(exc)
+        if settings.sandbox != "off":
+            detect()
 
-    threading.Thread(target=probe, name="sandbox probe", daemon=True).start()
-    return probing
+    return on_thread("sandbox probe", probe)  # a failure is tried again where it is needed
 
 
 if __name__ == "__main__":

@@ -13,33 +13,29 @@ import ssl
 import threading
 from concurrent.futures import Future
 
+from acp_hermes_memory.threads import on_thread
+
 
 class TlsContext:
     """One TLS context, begun by ``start`` (any number of times) and waited for by ``get``."""
 
     def __init__(self) -> None:
-        self._built: Future[ssl.SSLContext] = Future()
         self._lock = threading.Lock()
-        self._started = False
+        self._built: Future[ssl.SSLContext] | None = None
 
-    def start(self) -> None:
+    def start(self) -> Future[ssl.SSLContext]:
         """Begin building it on a thread, unless that is done or under way already."""
         with self._lock:
-            if self._started:
-                return
-            self._started = True
-        threading.Thread(target=self._build, name="TLS context", daemon=True).start()
+            if self._built is None:
+                self._built = on_thread("TLS context", _ssl_context)
+            return self._built
 
     def get(self) -> ssl.SSLContext:
-        """The context (built here if ``start`` was never called); raises what building it raised."""
-        self.start()
-        return self._built.result()
+        """The context (begun here if ``start`` was never called); raises what building it raised."""
+        return self.start().result()
 
-    def _build(self) -> None:
-        self._built.set_running_or_notify_cancel()
-        try:
-            import httpx2
 
-            self._built.set_result(httpx2.create_ssl_context())
-        except BaseException as exc:  # raised again in get()
-            self._built.set_exception(exc)
+def _ssl_context() -> ssl.SSLContext:
+    import httpx2
+
+    return httpx2.create_ssl_context()
