@@ -497,6 +497,7 @@ class AnthropicProvider:
         await (await self._ready_client()).models.list(limit=1)
 
     async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self._imports.save)  # a process that ends before its warm-up did keeps it too
         if self._client is not None:
             await self._client.close()
             self._client = None

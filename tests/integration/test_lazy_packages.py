@@ -1,10 +1,13 @@
 """Lazy packages (``acp_hermes.model.lazy_packages``): an ``__init__`` that only re-exports runs name
 by name; one that does more runs whole when one of its other names is asked for; the anthropic SDK
-loaded this way streams, sorts its errors, and leaves its unused trees unimported.
+loaded this way streams, sorts its errors, and leaves its unused trees unimported; the server keeps
+what it read of those ``__init__`` files for its next start (``import-index.json``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,8 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acp import text_block
 
 from acp_hermes.model.lazy_packages import _LazyFinder, lazy_packages, reexports
+from tests.support.acp_harness import running_agent
+from tests.support.fake_anthropic import FakeAnthropic, text_reply
 
 
 def test_reexports_reads_the_relative_imports_the_literal_all_and_whether_anything_else_happens() -> None:
@@ -159,3 +165,23 @@ def test_the_sdk_loaded_lazily_streams_and_sorts_errors_without_its_unused_trees
     result = subprocess.run([sys.executable, "-c", SDK_CHECK], capture_output=True, text=True, timeout=120,
                             check=False)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+@pytest.mark.anyio
+async def test_the_server_keeps_what_the_sdks_import_read_and_the_next_start_reads_it_back(
+        tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "hermes-home"
+    index = home / "acp-hermes" / "import-index.json"
+    for number in range(2):
+        fake_anthropic.script(text_reply(f"Answer {number}."))
+        async with running_agent(tmp_path, fake_anthropic, home=home) as agent:
+            session_id = await agent.new_session()
+            response = await agent.conn.prompt(session_id=session_id, prompt=[text_block("Hi.")])
+            assert response.stop_reason == "end_turn"
+        kept = index.stat()
+        if number == 0:
+            first = (kept.st_ino, kept.st_mtime_ns)
+            packages = json.loads(index.read_text(encoding="utf-8"))["packages"]
+            assert any(name.endswith(f"{os.sep}anthropic{os.sep}types{os.sep}__init__.py") for name in packages)
+    # The second start found every package it opened in the index: nothing read afresh, nothing written.
+    assert (kept.st_ino, kept.st_mtime_ns) == first
