@@ -1,5 +1,6 @@
 """The model client over TLS (``model.tls``): its context, built on a thread of its own, is the one the
-SDK's HTTP client would build for itself — certificates verified, ``SSL_CERT_FILE`` honoured."""
+SDK's HTTP client would build for itself — certificates verified, ``SSL_CERT_FILE`` honoured — in the
+provider and through the real stdio server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from acp_hermes.model.messages import Message, Text
 from acp_hermes.model.provider import AnthropicProvider
 from acp_hermes.model.types import ModelError, ModelRequest, TextDelta
 from acp_hermes.testing.scripted_model import MessageReply, ScriptedModelServer, TextBlock
+from tests.support.acp_harness import running_agent
+from tests.support.fake_anthropic import FakeAnthropic, text_reply
 
 pytestmark = [pytest.mark.anyio,
               pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")]
@@ -32,10 +35,15 @@ def certificate(tmp_path: Path) -> Path:
     return tmp_path / "cert.pem"
 
 
-@pytest.fixture
-def https_model(certificate: Path) -> Iterator[ScriptedModelServer]:
+def _server_context(certificate: Path) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(certificate, certificate.with_name("key.pem"))
+    return context
+
+
+@pytest.fixture
+def https_model(certificate: Path) -> Iterator[ScriptedModelServer]:
+    context = _server_context(certificate)
     with ScriptedModelServer(lambda request: MessageReply([TextBlock("Hello over TLS", chunks=2)]),
                              tls=context) as server:
         yield server
@@ -64,3 +72,14 @@ async def test_a_certificate_nobody_vouches_for_is_refused(https_model: Scripted
     with pytest.raises(ModelError, match=r"(?i)certificate|connect"):
         await _streamed_text(https_model.base_url)
     assert https_model.requests == []
+
+
+async def test_the_server_talks_to_an_https_endpoint_its_environment_vouches_for(tmp_path: Path,
+                                                                                 certificate: Path) -> None:
+    with FakeAnthropic(tls=_server_context(certificate)) as fake:
+        fake.script(text_reply("Hello from an HTTPS endpoint."))
+        assert fake.base_url.startswith("https://")
+        async with running_agent(tmp_path, fake, env={"SSL_CERT_FILE": str(certificate)}) as agent:
+            session_id = await agent.new_session()
+            assert await agent.prompt(session_id, "Hi.") == "end_turn"
+            assert agent.agent_text(session_id) == "Hello from an HTTPS endpoint."

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import ssl
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -118,8 +119,9 @@ LISTED_MODELS = ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5")
 class _ServerWithModels(ScriptedModelServer):
     """The scripted Messages API plus ``GET /v1/models``, which checks ``x-api-key`` as the real API does."""
 
-    def __init__(self, responder: Callable[[ModelRequest], Reply], accepted_key: Callable[[], str]) -> None:
-        super().__init__(responder)
+    def __init__(self, responder: Callable[[ModelRequest], Reply], accepted_key: Callable[[], str],
+                 tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(responder, tls=tls)
         self._key = accepted_key
 
     def _reply_for(self, request: ModelRequest, body_error: str | None) -> Reply:
@@ -149,13 +151,13 @@ def models_reply(request: ModelRequest, accepted_key: str) -> Reply:
 class FakeAnthropic:
     """A started-on-demand scripted Messages API: ``script()`` replies, then point the product at ``env()``."""
 
-    def __init__(self, *, simulate_cache: bool = False) -> None:
+    def __init__(self, *, simulate_cache: bool = False, tls: ssl.SSLContext | None = None) -> None:
         self.cache = PrefixCache() if simulate_cache else None
         self._script: deque[ScriptItem] = deque()
         self._auxiliary: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self.api_key = FAKE_API_KEY  # the one key GET /v1/models accepts
-        self.server = _ServerWithModels(self._respond, lambda: self.api_key)
+        self.server = _ServerWithModels(self._respond, lambda: self.api_key, tls)  # tls: HTTPS, as the real API
         # Rate-limit headers (``anthropic-ratelimit-*``) sent with every conversation answer and error,
         # as the real API sends them: ``rate_limits(requests_remaining=..., ...)`` makes them.
         self.rate_limit_headers: dict[str, str] = {}
